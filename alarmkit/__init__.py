@@ -1,0 +1,20 @@
+"""alarmkit: see and test how Durable Object alarms behave, under a deterministic virtual clock."""
+
+from ._kernel import Future, Kernel, Task
+from ._object import AlarmInfo, DurableObject, DurableObjectState
+from ._runtime import Simulation, Stub
+from .errors import AlarmkitError, HandlerTimeout, InternalError, JournalLocked, ObjectCrashed, ScenarioError
+from .faults import Faults, InjectedError, UncountedFailure
+from .journal import Journal
+from .profiles import PROFILES, Latency, Profile, get_profile
+from .scenarios import SCENARIOS, list_scenarios, run_scenario, scenario
+from ._storage import SqlError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlarmInfo", "AlarmkitError", "DurableObject", "DurableObjectState", "Faults", "Future", "HandlerTimeout",
+    "InjectedError", "InternalError", "Journal", "JournalLocked", "Kernel", "Latency", "ObjectCrashed", "PROFILES",
+    "Profile", "SCENARIOS", "ScenarioError", "Simulation", "SqlError", "Stub", "Task", "UncountedFailure",
+    "get_profile", "list_scenarios", "run_scenario", "scenario",
+]

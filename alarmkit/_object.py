@@ -1,0 +1,165 @@
+"""What user code sees: ``DurableObject``, its ``ctx`` and ``ctx.storage``, ``AlarmInfo``.
+
+The surface follows the JavaScript API in snake_case (``setAlarm`` -> ``set_alarm``). Storage
+calls take effect at once; awaiting them is a suspension point (and so a commit point), as
+awaiting a resolved promise is in JavaScript. Forgetting ``await`` loses nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from ._kernel import Future
+from ._storage import Cursor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._runtime import Host
+
+__all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "AlarmInfo"]
+
+# src/workerd/api/actor-state.c++: the message of the TypeError for setAlarm(t <= 0)
+SET_ALARM_NONPOSITIVE = "setAlarm() cannot be called with an alarm time <= 0"
+
+
+@dataclass(frozen=True, slots=True)
+class AlarmInfo:
+    """Passed to ``alarm(info)``: ``retry_count`` counts counted retries; ``is_retry`` is ``retry_count > 0``."""
+
+    retry_count: int
+    is_retry: bool
+    scheduled_time: int
+
+
+class DurableObject:
+    """Base class for simulated objects: ``__init__(ctx, env)``, RPC methods, ``async def alarm(info)``."""
+
+    def __init__(self, ctx: DurableObjectState, env: Any) -> None:
+        self.ctx = ctx
+        self.env = env
+
+
+class SqlStorage:
+    __slots__ = ("_host",)
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def exec(self, sql: str, *params: Any) -> Cursor:
+        """Run one statement now; rows come back as dicts (``.one()``, ``.to_list()``, iteration)."""
+        host = self._host
+        host.check_alive()
+        return host.db.exec(sql, params)
+
+
+def alarm_time(value: Any, now: int) -> int:
+    """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"set_alarm() needs a time in epoch milliseconds (int or float), got {value!r}; "
+            "pass something like ctx.now() + 5_000"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TypeError(f"set_alarm() got {value!r}, which is not a finite time; pass epoch milliseconds")
+    if value <= 0:
+        raise TypeError(SET_ALARM_NONPOSITIVE)
+    return max(int(math.floor(value)), now)
+
+
+class Storage:
+    """``ctx.storage``: SQL, KV and the object's one alarm."""
+
+    __slots__ = ("_host", "sql")
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+        self.sql = SqlStorage(host)
+
+    # -- KV (values are JSON-serialisable) ----------------------------------------------------
+    def get(self, key: str | list[str]) -> Future:
+        db = self._live()
+        if isinstance(key, list):
+            return self._done({k: v for k in key if (v := db.kv_get(k)) is not None})
+        return self._done(db.kv_get(key))
+
+    def put(self, key: str | dict[str, Any], value: Any = None) -> Future:
+        db = self._live()
+        for k, v in (key.items() if isinstance(key, dict) else [(key, value)]):
+            db.kv_put(k, v)
+        return self._done(None)
+
+    def delete(self, key: str | list[str]) -> Future:
+        db = self._live()
+        if isinstance(key, list):
+            return self._done(sum(db.kv_delete(k) for k in key))
+        return self._done(db.kv_delete(key))
+
+    def list(self, prefix: str = "") -> Future:
+        return self._done(self._live().kv_list(prefix))
+
+    def transaction_sync(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn()`` atomically: if it raises, its writes are rolled back and the error propagates."""
+        db = self._live()
+        db._begin()
+        db.conn.execute("SAVEPOINT alarmkit_tx")
+        try:
+            result = fn()
+        except BaseException:
+            db.conn.execute("ROLLBACK TO alarmkit_tx")
+            db.conn.execute("RELEASE alarmkit_tx")
+            raise
+        db.conn.execute("RELEASE alarmkit_tx")
+        return result
+
+    # -- the alarm -----------------------------------------------------------------------------
+    def get_alarm(self) -> Future:
+        """The pending alarm time in ms, or None (None inside ``alarm()`` unless set since it started)."""
+        return self._done(self._host.visible_alarm())
+
+    def set_alarm(self, scheduled_time: int | float) -> Future:
+        host = self._host
+        host.check_alive()
+        host.stage_alarm(alarm_time(scheduled_time, host.sim.kernel.now))
+        return self._done(None)
+
+    def delete_alarm(self) -> Future:
+        self._host.check_alive()
+        self._host.stage_alarm(None)
+        return self._done(None)
+
+    def _live(self):
+        self._host.check_alive()
+        return self._host.db
+
+    def _done(self, value: Any) -> Future:
+        return self._host.sim.kernel.checkpoint(value)
+
+
+class DurableObjectState:
+    """``ctx``: the object's id, storage, concurrency control, clock and declared effects."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+        self.id = host.name
+        self.storage = Storage(host)
+
+    def now(self) -> int:
+        """``Date.now()`` in virtual milliseconds."""
+        return self._host.sim.kernel.now
+
+    def sleep(self, ms: int) -> Future:
+        """A timer inside the object (an external wait: other events may interleave)."""
+        self._host.check_alive()
+        return self._host.sim.kernel.sleep(ms)
+
+    def block_concurrency_while(self, fn: Callable[[], Awaitable[Any]]) -> Future:
+        """Run ``fn()``; no other event is delivered to this object until it finishes."""
+        return self._host.block_concurrency_while(fn)
+
+    def effect(self, name: str, key: Any = None, **detail: Any) -> Future:
+        """Declare an external effect (a revoke, an email): journaled, and a place faults can strike."""
+        return self._host.effect(name, key, detail)
+
+    def __repr__(self) -> str:
+        return f"<ctx of {self._host.label}>"

@@ -1,0 +1,471 @@
+"""The runtime: objects hosted on the kernel, RPC stubs, durability, eviction, restarts.
+
+A ``Host`` is one object identity: its durable ``Database`` (which outlives instances) and,
+while it is awake, its instance and ``ctx``. Every suspension of one of its tasks is a commit
+point; a crash rolls back what had not committed and kills every task in the instance.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from ._kernel import Future, Kernel, Task
+from ._object import AlarmInfo, DurableObject, DurableObjectState
+from ._scheduler import WorkerdScheduler
+from ._storage import Database
+from .errors import AlarmkitError, HandlerTimeout, ObjectCrashed
+from .faults import Faults, InjectedError, UncountedFailure
+from .profiles import Profile, get_profile
+
+__all__ = ["Simulation", "Namespace", "Stub", "Host"]
+
+_UNSET = object()
+SCHEDULERS: dict[str, Callable[[Simulation], Any]] = {"workerd": WorkerdScheduler}
+
+
+class Host:
+    """One object identity: durable storage plus, while awake, an instance."""
+
+    __slots__ = (
+        "sim", "namespace", "name", "label", "db", "instance", "ctx", "tasks", "gate", "idle_timer",
+        "invocations", "staged", "constructing", "alarm_backend", "parent", "__weakref__",
+    )
+
+    def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
+        self.sim = sim
+        self.namespace = namespace
+        self.name = name
+        self.label = name if parent is None else f"{parent.label}/{name}"
+        self.db = Database()
+        self.instance: DurableObject | None = None
+        self.ctx: DurableObjectState | None = None
+        self.tasks: dict[Task, None] = {}
+        self.gate: Future | None = None
+        self.idle_timer: list | None = None
+        self.invocations = 0
+        self.staged: Any = _UNSET  # an uncommitted set_alarm (int) or delete_alarm (None)
+        self.constructing = False
+        self.alarm_backend = sim.scheduler
+        self.parent = parent
+
+    def __repr__(self) -> str:
+        return f"<Host {self.label}>"
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def ensure_live(self) -> DurableObject:
+        if self.instance is not None:
+            return self.instance
+        self.sim.log("construct", self, None, None, None, None)
+        self.ctx = self.sim.make_ctx(self)
+        self.constructing = True
+        try:
+            self.instance = self.namespace.cls(self.ctx, self.sim.env)
+        except Exception:
+            self.db.rollback()
+            self.staged = _UNSET
+            self.ctx = None
+            raise
+        finally:
+            self.constructing = False
+        self.commit()
+        self._touch()
+        return self.instance
+
+    def check_alive(self) -> None:
+        if self.ctx is None:
+            raise ObjectCrashed(f"object {self.label} is no longer running (it crashed or was evicted)")
+
+    def drop(self, exc: BaseException) -> None:
+        """The instance goes away (crash, eviction, restart): uncommitted writes are lost."""
+        self.db.rollback()
+        self.staged = _UNSET
+        self.instance = None
+        self.ctx = None
+        self.gate = None
+        self.sim.kernel.cancel(self.idle_timer)
+        self.idle_timer = None
+        tasks, self.tasks = self.tasks, {}
+        for task in tasks:
+            task.kill(exc)
+
+    def crash(self, reason: str) -> None:
+        self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
+        self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
+
+    def evict(self, reason: str = "idle") -> None:
+        if self.instance is None:
+            return
+        self.sim.log("evict", self, None, None, None, {"reason": reason, "busy": bool(self.tasks)})
+        self.drop(ObjectCrashed(f"object {self.label} was evicted ({reason})"))
+
+    def _touch(self) -> None:
+        kernel = self.sim.kernel
+        kernel.cancel(self.idle_timer)
+        self.idle_timer = None
+        if not self.tasks and self.instance is not None:
+            self.idle_timer = kernel.call_later(self.sim.profile.idle_evict_ms, self._idle)
+
+    def _idle(self) -> None:
+        self.idle_timer = None
+        if not self.tasks:
+            self.evict("idle")
+
+    # -- tasks and commits ----------------------------------------------------------------
+    def spawn(self, coro, name: str) -> Task:
+        task = self.sim.kernel.spawn(coro, name, self._on_suspend)
+        self.tasks[task] = None
+        self.sim.kernel.cancel(self.idle_timer)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: Task) -> None:
+        if self.tasks.pop(task, _UNSET) is _UNSET:
+            return  # killed with its instance
+        self.commit()
+        self._touch()
+
+    def _on_suspend(self, task: Task) -> None:
+        if self.sim.faults.crash_at_suspend(self, task):
+            self.crash(f"injected at await {task.awaits} of {task.name}")
+        else:
+            self.commit()
+
+    def current_cause(self) -> str:
+        current = self.sim.kernel.current
+        if self.constructing or (current is not None and current.name == "constructor"):
+            return "constructor"
+        return "user"
+
+    def stage_alarm(self, at: int | None) -> None:
+        self.staged = (at, self.current_cause())
+
+    def visible_alarm(self) -> int | None:
+        self.check_alive()
+        if self.staged is not _UNSET:
+            return self.staged[0]
+        return self.alarm_backend.get(self)
+
+    def commit(self) -> None:
+        self.db.commit()
+        if self.staged is _UNSET:
+            return
+        (at, cause), self.staged = self.staged, _UNSET
+        backend = self.alarm_backend
+        if at is None:
+            backend.delete(self, cause)
+            return
+        before = backend.get(self)
+        backend.set(self, at, cause)
+        if cause == "constructor" and before is None and at <= self.sim.kernel.now:
+            self.sim.log("revive", self, at, None, None, {"cause": "constructor"})
+
+    def block_concurrency_while(self, fn: Callable) -> Task:
+        name = "constructor" if self.constructing else "block_concurrency_while"
+        task = self.spawn(fn(), name)
+        self.gate = task
+
+        def reopen(t: Task) -> None:
+            if self.gate is t:
+                self.gate = None
+            if t.exception() is not None and not isinstance(t.exception(), ObjectCrashed) and self.instance is not None:
+                # workerd resets an object whose blockConcurrencyWhile callback throws
+                self.crash(f"block_concurrency_while failed: {t.exception()!r}")
+
+        task.add_done_callback(reopen)
+        return task
+
+    async def wait_gate(self) -> None:
+        while self.gate is not None:
+            gate = self.gate
+            try:
+                await gate
+            except Exception:
+                pass
+            self.check_alive()
+
+    # -- effects --------------------------------------------------------------------------
+    def effect(self, name: str, key: Any, detail: dict) -> Future:
+        self.check_alive()
+        faults = self.sim.faults
+        faults.before_effect(self, name, key)
+        self.sim.log("effect", self, None, None, None, {"name": name, "key": key, **detail})
+        after = faults.after_effect(self, name, key)
+        if after == "crash":
+            self.crash(f"injected right after effect {name}({key!r})")
+            raise ObjectCrashed(f"object {self.label} crashed after effect {name}")
+        if after == "throw":
+            raise InjectedError(f"injected: effect {name}({key!r}) failed after it ran")
+        return self.sim.kernel.checkpoint(None)
+
+
+class Stub:
+    """A reference to an object; ``await stub.method(*args)`` is an RPC into it."""
+
+    __slots__ = ("_sim", "_host")
+
+    def __init__(self, sim: Simulation, host: Host) -> None:
+        self._sim = sim
+        self._host = host
+
+    @property
+    def id(self) -> str:
+        return self._host.name
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        cls = self._host.namespace.cls
+        if not callable(getattr(cls, method, None)):
+            public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
+            raise AlarmkitError(f"{cls.__name__} has no method {method!r}; its methods: {public}")
+        return lambda *args, **kwargs: self._sim.rpc(self._host, method, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Stub {self._host.namespace.binding}:{self._host.label}>"
+
+
+class Namespace:
+    """A Durable Object class bound under a name; ``get(name)`` gives a stub."""
+
+    def __init__(self, sim: Simulation, binding: str, cls: type) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, DurableObject)):
+            raise AlarmkitError(f"namespace {binding!r} needs a DurableObject subclass, got {cls!r}")
+        self.sim = sim
+        self.binding = binding
+        self.cls = cls
+        self.hosts: dict[str, Host] = {}
+
+    def get(self, name: str) -> Stub:
+        if not isinstance(name, str) or not name:
+            raise AlarmkitError(f"object names are non-empty strings, got {name!r}")
+        host = self.hosts.get(name)
+        if host is None:
+            host = self.hosts[name] = Host(self.sim, self, name)
+        return Stub(self.sim, host)
+
+
+class _Env:
+    """``env``: every namespace under its binding name."""
+
+    def __repr__(self) -> str:
+        return f"<env {sorted(self.__dict__)}>"
+
+
+class Simulation:
+    """Durable Objects under a virtual clock, with a runtime profile and a journal.
+
+    >>> sim = Simulation(profile="workerd", seed=0)
+    >>> ledger = sim.namespace("LEASES", LeaseLedger).get("ledger")
+    >>> sim.call(ledger.grant("a", 300)); sim.run()
+    """
+
+    def __init__(
+        self,
+        profile: str | Profile = "workerd",
+        seed: int = 0,
+        journal: Any = None,
+        scenario: str = "adhoc",
+        params: dict | None = None,
+        faults: Faults | None = None,
+        **profile_changes: Any,
+    ) -> None:
+        prof = get_profile(profile)
+        self.profile = prof.replace(**profile_changes) if profile_changes else prof
+        self.kernel = Kernel(seed)
+        self.seed = seed
+        self.faults = faults or Faults()
+        self.env = _Env()
+        self.namespaces: dict[str, Namespace] = {}
+        self.down = False
+        self._up: Future | None = None
+        self.scenario = scenario
+        self.rows: list[tuple] = []
+        self._seq = 0
+        factory = SCHEDULERS.get(self.profile.scheduler)
+        if factory is None:
+            raise AlarmkitError(f"profile {self.profile.name!r} names scheduler {self.profile.scheduler!r}; known: {sorted(SCHEDULERS)}")
+        self.scheduler = factory(self)
+        self.journal = journal
+        self.run_id = None
+        if journal is not None:
+            self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
+        self.faults.install(self)
+
+    # -- time -----------------------------------------------------------------------------
+    @property
+    def now(self) -> int:
+        return self.kernel.now
+
+    def run(self, until: int | None = None) -> None:
+        """Run until nothing is left to do, or until virtual time ``until``."""
+        self.kernel.run(until)
+
+    def advance(self, ms: int) -> None:
+        self.kernel.advance(ms)
+
+    def step(self) -> bool:
+        return self.kernel.step()
+
+    def call(self, aw: Any, limit: int | None = None) -> Any:
+        """Drive the simulation until ``aw`` (e.g. ``stub.grant("a", 300)``) completes; return its value."""
+        return self.kernel.run_until_complete(aw, limit)
+
+    # -- objects --------------------------------------------------------------------------
+    def namespace(self, binding: str, cls: type) -> Namespace:
+        if binding in self.namespaces:
+            if self.namespaces[binding].cls is not cls:
+                raise AlarmkitError(f"binding {binding!r} is already {self.namespaces[binding].cls.__name__}")
+            return self.namespaces[binding]
+        ns = self.namespaces[binding] = Namespace(self, binding, cls)
+        setattr(self.env, binding, ns)
+        return ns
+
+    def hosts(self) -> list[Host]:
+        return [h for ns in self.namespaces.values() for h in ns.hosts.values()]
+
+    def make_ctx(self, host: Host) -> DurableObjectState:
+        return DurableObjectState(host)
+
+    def inspect(self, stub: Stub) -> Inspector:
+        return Inspector(self, stub._host)
+
+    def evict(self, stub: Stub, reason: str = "forced") -> None:
+        stub._host.evict(reason)
+
+    async def rpc(self, host: Host, method: str, args: tuple, kwargs: dict) -> Any:
+        while self.down:
+            await self._up
+        instance = host.ensure_live()
+        await host.wait_gate()
+        self.log("call", host, None, None, None, {"method": method})
+        result = getattr(instance, method)(*args, **kwargs)
+        if inspect.isawaitable(result):
+            return await host.spawn(_awaitable(result), f"rpc:{method}")
+        host.commit()
+        return result
+
+    # -- alarms ---------------------------------------------------------------------------
+    def deliver_alarm(self, host: Host, scheduled: int, retry_count: int) -> Future:
+        """Run ``alarm(info)`` in the object; resolves to ``(ok, counted)``."""
+        out = Future()
+        self.kernel.spawn(self._run_alarm(host, scheduled, retry_count, out), "deliver")
+        return out
+
+    async def _run_alarm(self, host: Host, scheduled: int, retry_count: int, out: Future) -> None:
+        info = AlarmInfo(retry_count, retry_count > 0, scheduled)
+        host.invocations += 1
+        n = host.invocations
+        self.log("fire", host, scheduled, None, retry_count, {"attempt": n, "late_ms": self.kernel.now - scheduled})
+        try:
+            instance = host.ensure_live()
+            await host.wait_gate()
+            self.faults.before_alarm(host, n, retry_count)
+            handler = getattr(instance, "alarm", None)
+            if handler is None:
+                raise AlarmkitError(f"{type(instance).__name__} has no alarm(info) handler; define async def alarm(self, info)")
+            task = host.spawn(_awaitable(handler(info)), "alarm")
+            limit = self.kernel.call_later(self.profile.handler_limit_ms, _timeout, task, self.profile.handler_limit_ms)
+            try:
+                await task
+            finally:
+                self.kernel.cancel(limit)
+        except (ObjectCrashed, UncountedFailure) as err:
+            self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted=False))
+            out.set_result((False, False))
+        except Exception as err:  # the user's exception: a counted failure
+            self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted=True))
+            out.set_result((False, True))
+        else:
+            self.log("handler_ok", host, scheduled, None, retry_count, {"next_ms": self.scheduler.get(host)})
+            out.set_result((True, False))
+
+    def restart(self, downtime_ms: int = 0) -> None:
+        """Take the whole runtime down now and bring it back ``downtime_ms`` later, reloading alarms."""
+        if isinstance(downtime_ms, bool) or not isinstance(downtime_ms, int) or downtime_ms < 0:
+            raise AlarmkitError(f"restart needs a non-negative int downtime in ms, got {downtime_ms!r}")
+        if self.down:
+            raise AlarmkitError("the runtime is already down; wait for it to come back before restarting again")
+        self.log("restart", None, None, None, None, {"downtime_ms": downtime_ms})
+        self.down = True
+        self._up = Future()
+        for host in self.hosts():
+            if host.instance is not None:
+                host.drop(ObjectCrashed(f"object {host.label}: the runtime restarted"))
+        self.scheduler.shutdown()
+        self.kernel.call_later(downtime_ms, self._come_back)
+
+    def _come_back(self) -> None:
+        self.down = False
+        self.scheduler.reload()
+        up, self._up = self._up, None
+        up.set_result(None)
+
+    # -- journal --------------------------------------------------------------------------
+    def log(self, kind: str, host: Host | None, scheduled: int | None, prev: int | None, retry: int | None, detail: dict | None) -> None:
+        self._seq += 1
+        self.rows.append((
+            self._seq, self.kernel.now, host.namespace.binding if host else None, host.label if host else None,
+            kind, scheduled, prev, retry, detail,
+        ))
+        if self.journal is not None and len(self.rows) >= self.journal.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write buffered events to the journal (a checkpoint)."""
+        if self.journal is not None and self.rows:
+            rows, self.rows = self.rows, []
+            self.journal.write_events(self.run_id, rows)
+
+    def events(self):
+        """This run's events as a DataFrame."""
+        if self.journal is None:
+            from .journal import rows_to_frame
+
+            return rows_to_frame(None, self.rows)
+        self.flush()
+        return self.journal.events(self.run_id)
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> Simulation:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Inspector:
+    """Read an object's committed state from outside, without waking it."""
+
+    def __init__(self, sim: Simulation, host: Host) -> None:
+        self._sim, self._host = sim, host
+
+    def sql(self, query: str, *params: Any) -> list[dict]:
+        return self._host.db.read(query, params)
+
+    @property
+    def alarm(self) -> int | None:
+        return self._host.alarm_backend.get(self._host)
+
+    @property
+    def awake(self) -> bool:
+        return self._host.instance is not None
+
+    @property
+    def instance(self) -> DurableObject | None:
+        return self._host.instance
+
+
+def _timeout(task: Task, limit_ms: int) -> None:
+    if not task.done():
+        task.kill(HandlerTimeout(f"alarm() ran past the {limit_ms} ms wall-clock limit"))
+
+
+async def _awaitable(aw: Any) -> Any:
+    return await aw
+
+
+def _error(err: BaseException, counted: bool) -> dict:
+    return {"error": type(err).__name__, "message": str(err)[:500], "counted": counted}

@@ -1,0 +1,172 @@
+"""workerd's alarm scheduler, transcribed.
+
+Source: cloudflare/workerd ``src/workerd/server/alarm-scheduler.{h,c++}`` (the states WAITING /
+STARTED / FINISHED, the queued alarm behind a running one, counted and uncounted retries, the
+backoff reset, jitter, abandonment) and ``src/workerd/io/actor-sqlite.c++`` (a fire whose
+scheduled time no longer matches the object's stored alarm is cancelled, not run).
+
+The durable part is ``rows`` (the ``_cf_ALARM`` table: one row per object); everything else is
+in memory and is lost on ``restart``, which reloads every row (revival).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._runtime import Host, Simulation
+
+WAITING, STARTED, FINISHED = "waiting", "started", "finished"
+_NONE = None
+
+
+class Entry:
+    __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer")
+
+    def __init__(self, host: Host, at: int) -> None:
+        self.host = host
+        self.at = at  # the alarm's scheduledTime (unchanged across its retries)
+        self.status = WAITING
+        self.queued: int | None = _NONE
+        self.counted = 0  # countedRetry: what alarm() sees as retry_count
+        self.retry = 0  # every retry, counted or not
+        self.backoff = 0
+        self.prev_counted = False  # alarm-scheduler.h: previousRetryCountedAgainstLimit = false
+        self.timer: list | None = None
+
+
+class WorkerdScheduler:
+    """One alarm per object; at-least-once delivery with bounded, jittered retries."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.kernel = sim.kernel
+        self.profile = sim.profile
+        self.rows: dict[Host, int] = {}  # durable: survives restart
+        self.entries: dict[Host, Entry] = {}  # in memory
+
+    # -- what user code sees ------------------------------------------------------------
+    def get(self, host: Host) -> int | None:
+        entry = self.entries.get(host)
+        if entry is None:
+            return None
+        if entry.status == STARTED:
+            # alarm-scheduler.c++ getAlarm: null while the handler runs, unless one is queued
+            return entry.queued
+        return entry.at
+
+    def set(self, host: Host, at: int, cause: str) -> None:
+        """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
+        prev = self.rows.get(host)
+        self.rows[host] = at
+        self.sim.log("arm", host, at, prev, None, {"direction": _direction(prev, at), "cause": cause})
+        entry = self.entries.get(host)
+        if entry is None:
+            self.entries[host] = self._schedule(host, at)
+        elif entry.status != WAITING:
+            # "We queue any new alarm after the existing alarm even if the new alarm has the same
+            # scheduled time" (alarm-scheduler.c++ setAlarm); FINISHED means a retry is pending
+            entry.queued = at
+        else:
+            self.kernel.cancel(entry.timer)
+            self.entries[host] = self._schedule(host, at)
+
+    def delete(self, host: Host, cause: str) -> None:
+        prev = self.rows.pop(host, None)
+        if prev is not None:
+            self.sim.log("disarm", host, None, prev, None, {"cause": cause})
+        entry = self.entries.get(host)
+        if entry is None:
+            return
+        if entry.queued is not _NONE:
+            if entry.status == STARTED:
+                entry.queued = _NONE  # delete the queued alarm, not the running one
+            else:
+                self.kernel.cancel(entry.timer)
+                self.entries[host] = self._schedule(host, entry.queued)
+        elif entry.status != STARTED:  # "We can't remove running alarms."
+            self.kernel.cancel(entry.timer)
+            del self.entries[host]
+
+    # -- restart ------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        for entry in self.entries.values():
+            self.kernel.cancel(entry.timer)
+        self.entries.clear()
+
+    def reload(self) -> None:
+        """loadAlarmsFromDb: every stored alarm is armed again with fresh counters."""
+        for host, at in self.rows.items():
+            self.sim.log("arm", host, at, None, None, {"direction": "new", "cause": "reload"})
+            self.sim.log("revive", host, at, None, None, {"cause": "restart", "overdue_ms": max(0, self.kernel.now - at)})
+            self.entries[host] = self._schedule(host, at)
+
+    # -- firing -------------------------------------------------------------------------
+    def _schedule(self, host: Host, at: int) -> Entry:
+        entry = Entry(host, at)
+        self._arm_timer(entry, max(at, self.kernel.now))
+        return entry
+
+    def _arm_timer(self, entry: Entry, due: int) -> None:
+        # checkTimestamp: never fire before the scheduled time; then the delivery latency
+        late = self.sim.faults.fire_latency(entry.host, self.profile.fire_latency, self.kernel.rng)
+        entry.timer = self.kernel.call_at(due + late, self._fire, entry)
+
+    def _fire(self, entry: Entry) -> None:
+        host = entry.host
+        entry.timer = None
+        entry.status = STARTED
+        if self.rows.get(host) != entry.at:
+            # actor-sqlite armAlarmHandler: the stored alarm moved or went; cancel this run
+            self.sim.log("fire_skipped", host, entry.at, self.rows.get(host), entry.counted, {"reason": "stored alarm changed"})
+            self._finished(entry, ok=True, counted=False)
+            return
+        done = self.sim.deliver_alarm(host, entry.at, entry.counted)
+        done.add_done_callback(lambda f: self._finished(entry, *f.result()))
+
+    def _finished(self, entry: Entry, ok: bool, counted: bool) -> None:
+        host = entry.host
+        if self.entries.get(host) is not entry:
+            return  # the runtime restarted while the handler ran
+        if entry.queued is not _NONE:
+            # "If an alarm is queued, there's no point in retrying the current one"
+            self.entries[host] = self._schedule(host, entry.queued)
+            return
+        entry.status = FINISHED
+        if ok:
+            self.rows.pop(host, None)
+            del self.entries[host]
+            self.sim.faults.after_success(host, entry.at)
+            return
+        if entry.counted >= self.profile.retry_max_tries:
+            self.rows.pop(host, None)
+            del self.entries[host]
+            self.sim.log("abandoned", host, None, entry.at, entry.counted, {"attempts": entry.retry + 1})
+            return
+        if counted:
+            entry.counted += 1
+            if not entry.prev_counted:
+                entry.backoff = 0
+        entry.prev_counted = counted
+        entry.backoff = min(self.profile.backoff_max_shift, entry.backoff)
+        base = self.profile.retry_delay_ms(entry.backoff)
+        jitter = self.kernel.rng.randint(0, self.profile.max_jitter_ms(base))
+        rung = entry.backoff
+        entry.backoff += 1
+        entry.retry += 1
+        due = self.kernel.now + base + jitter
+        self.sim.log("arm", host, due, entry.at, entry.counted, {"direction": _direction(entry.at, due), "cause": "retry"})
+        self.sim.log(
+            "retry_scheduled", host, due, entry.at, entry.counted,
+            {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
+        )
+        self._arm_timer(entry, due)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {h.label: {"at": e.at, "status": e.status, "retry_count": e.counted} for h, e in self.entries.items()}
+
+
+def _direction(prev: int | None, at: int) -> str:
+    if prev is None:
+        return "new"
+    return "earlier" if at < prev else "later" if at > prev else "same"

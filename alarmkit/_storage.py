@@ -1,0 +1,174 @@
+"""An object's durable storage: one SQLite database, with implicit transactions.
+
+Writes made between two awaits commit together (workerd's implicit transactions for
+SQLite-backed objects); the runtime calls ``commit()`` at every suspension point and
+``rollback()`` when the process dies. KV lives in the same database, so the two share
+transactions, as in workerd's SQLite-backed storage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from typing import Any, Iterator
+
+from .errors import AlarmkitError
+
+__all__ = ["Database", "Cursor", "SqlError"]
+
+_TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b", re.I)
+
+
+class SqlError(AlarmkitError):
+    """An SQL statement failed (bad syntax, constraint, missing table...)."""
+
+
+class Database:
+    """The durable part of one object. Survives eviction and restarts; instances do not."""
+
+    __slots__ = ("conn", "_kv_ready")
+
+    def __init__(self) -> None:
+        # a small page size keeps 100,000 near-empty databases cheap
+        self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA page_size=512")
+        self._kv_ready = False
+
+    # -- transactions -----------------------------------------------------------------
+    def _begin(self) -> None:
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN")
+
+    @property
+    def dirty(self) -> bool:
+        return self.conn.in_transaction
+
+    def commit(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    # -- SQL ---------------------------------------------------------------------------
+    def exec(self, sql: str, params: tuple) -> Cursor:
+        if not isinstance(sql, str):
+            raise SqlError(f"sql.exec needs an SQL string, got {sql!r}")
+        if _TX_STATEMENT.match(sql):
+            raise SqlError(
+                f"{sql.split()[0].upper()} is not allowed in sql.exec: writes between two awaits "
+                "already commit together; use ctx.storage.transaction_sync(fn) for an explicit one"
+            )
+        self._begin()
+        try:
+            cur = self.conn.execute(sql, params)
+        except sqlite3.ProgrammingError as err:
+            if "one statement" in str(err) and not params:
+                self._script(sql)
+                return Cursor([], [], 0)
+            raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
+        except sqlite3.Error as err:
+            raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
+        cols = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchall() if cols else []
+        return Cursor(cols, rows, cur.rowcount if cur.rowcount > 0 else 0)
+
+    def _script(self, sql: str) -> None:
+        # executescript would COMMIT our transaction; run the statements one by one instead
+        for stmt in sql.split(";"):
+            if stmt.strip():
+                try:
+                    self.conn.execute(stmt)
+                except sqlite3.Error as err:
+                    raise SqlError(f"{err} (in {stmt.strip()!r})") from None
+
+    # -- KV ----------------------------------------------------------------------------
+    def _kv(self) -> None:
+        if not self._kv_ready:
+            self._begin()
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID"
+            )
+            self._kv_ready = True
+
+    def kv_get(self, key: str) -> Any:
+        _check_key(key)
+        self._kv()
+        row = self.conn.execute("SELECT value FROM _cf_KV WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def kv_put(self, key: str, value: Any) -> None:
+        _check_key(key)
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            raise AlarmkitError(
+                f"storage.put({key!r}, ...) got a {type(value).__name__}, which is not JSON-serialisable; "
+                "store dicts, lists, strings, numbers, bools or None"
+            ) from None
+        self._kv()
+        self.conn.execute("INSERT OR REPLACE INTO _cf_KV (key, value) VALUES (?, ?)", (key, text))
+
+    def kv_delete(self, key: str) -> bool:
+        _check_key(key)
+        self._kv()
+        return self.conn.execute("DELETE FROM _cf_KV WHERE key = ?", (key,)).rowcount > 0
+
+    def kv_list(self, prefix: str = "") -> dict[str, Any]:
+        self._kv()
+        rows = self.conn.execute(
+            "SELECT key, value FROM _cf_KV WHERE key >= ? AND key < ? ORDER BY key",
+            (prefix, prefix + "\U0010ffff"),
+        ).fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    def read(self, sql: str, params: tuple = ()) -> list[dict]:
+        """Committed rows, for inspection from outside the object (never inside a transaction)."""
+        try:
+            cur = self.conn.execute(sql, params)
+        except sqlite3.Error as err:
+            raise SqlError(f"{err} (in {sql!r})") from None
+        cols = [d[0] for d in cur.description] if cur.description else []
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _check_key(key: Any) -> None:
+    if not isinstance(key, str):
+        raise AlarmkitError(f"storage keys are strings, got {key!r}")
+
+
+class Cursor:
+    """The result of ``sql.exec``: rows as dicts, read eagerly (safe across awaits)."""
+
+    __slots__ = ("column_names", "_rows", "rows_written")
+
+    def __init__(self, cols: list[str], rows: list[tuple], rows_written: int) -> None:
+        self.column_names = cols
+        self._rows = rows
+        self.rows_written = rows_written
+
+    def __iter__(self) -> Iterator[dict]:
+        cols = self.column_names
+        return (dict(zip(cols, r)) for r in self._rows)
+
+    def to_list(self) -> list[dict]:
+        return list(self)
+
+    to_array = to_list  # the JavaScript name
+
+    def raw(self) -> list[tuple]:
+        return list(self._rows)
+
+    def one(self) -> dict:
+        if len(self._rows) != 1:
+            got = "no results" if not self._rows else "multiple results"
+            raise SqlError(f"Expected exactly one result from SQL query, but got {got}.")
+        return dict(zip(self.column_names, self._rows[0]))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return f"<Cursor {len(self._rows)} rows {self.column_names}>"

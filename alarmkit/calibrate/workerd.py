@@ -1,0 +1,311 @@
+"""Run the calibration twin on a real ``workerd`` (stdlib only).
+
+``find_workerd()`` locates a workerd binary (env ``ALARMKIT_WORKERD`` or the npm install under the
+cache dir), ``install_workerd()`` installs the npm package ``workerd`` there, and
+``WorkerdProcess`` starts ``workerd serve`` on 127.0.0.1 with the twin worker
+(``twin/worker.js``) and Durable Object storage on a local directory that survives ``restart()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+DEFAULT_VERSION = "1.20261117.1"
+# Newest compatibility date accepted by workerd 1.20261117.1 is 2026-11-24; the date of the
+# release itself is used so that the same config also loads on that exact build.
+DEFAULT_COMPAT_DATE = "2026-11-17"
+DEFAULT_COMPAT_FLAGS: tuple[str, ...] = ()
+TWIN_DIR = Path(__file__).resolve().parent / "twin"
+ENV_BINARY = "ALARMKIT_WORKERD"
+ENV_CACHE = "ALARMKIT_WORKERD_CACHE"
+
+
+class WorkerdError(RuntimeError):
+    """workerd could not be installed, started or reached."""
+
+
+def cache_dir() -> Path:
+    """Where ``install_workerd`` puts node_modules (``$ALARMKIT_WORKERD_CACHE`` or ~/.cache/alarmkit/workerd)."""
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "alarmkit" / "workerd"
+
+
+def _platform_package() -> Optional[str]:
+    system = {"Linux": "linux", "Darwin": "darwin", "Windows": "windows"}.get(platform.system())
+    machine = platform.machine().lower()
+    arch = {"x86_64": "64", "amd64": "64", "aarch64": "arm64", "arm64": "arm64"}.get(machine)
+    if not system or not arch:
+        return None
+    return f"@cloudflare/workerd-{system}-{arch}"
+
+
+def _is_exe(p: Path) -> bool:
+    return p.is_file() and os.access(p, os.X_OK)
+
+
+def find_workerd(cache: Optional[Path] = None) -> Optional[str]:
+    """Path of a workerd binary, or None.
+
+    Order: ``$ALARMKIT_WORKERD`` (if it names an executable file), then the platform binary of the
+    npm install under ``cache`` (default :func:`cache_dir`), then its ``node_modules/.bin/workerd``.
+    """
+    env = os.environ.get(ENV_BINARY)
+    if env:
+        p = Path(env).expanduser()
+        if _is_exe(p):
+            return str(p)
+    root = Path(cache) if cache is not None else cache_dir()
+    candidates = []
+    pkg = _platform_package()
+    if pkg:
+        candidates.append(root / "node_modules" / pkg / "bin" / "workerd")
+    candidates.append(root / "node_modules" / ".bin" / "workerd")
+    for c in candidates:
+        if _is_exe(c):
+            return str(c)
+    return None
+
+
+def workerd_version(binary: Optional[str] = None, timeout: float = 30.0) -> str:
+    """Output of ``workerd --version`` (e.g. ``"workerd 2026-11-17"``)."""
+    binary = binary or find_workerd()
+    if not binary:
+        raise WorkerdError("workerd not found; run install_workerd() or set ALARMKIT_WORKERD")
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=timeout)
+    text = (out.stdout or out.stderr).strip()
+    if out.returncode != 0 or not text:
+        raise WorkerdError(f"`{binary} --version` failed ({out.returncode}): {out.stderr.strip()}")
+    return text
+
+
+def install_workerd(version: str = DEFAULT_VERSION, cache: Optional[Path] = None, timeout: float = 600.0) -> str:
+    """``npm install --prefix <cache> workerd@VERSION``; returns the binary path."""
+    npm = shutil.which("npm")
+    if not shutil.which("node") or not npm:
+        raise WorkerdError("installing workerd needs Node.js and npm on PATH (neither `node` nor `npm` found)")
+    root = Path(cache) if cache is not None else cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    cmd = [npm, "install", "--prefix", str(root), "--no-audit", "--no-fund", f"workerd@{version}"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise WorkerdError(f"npm install workerd@{version} timed out after {timeout:.0f} s") from e
+    if out.returncode != 0:
+        raise WorkerdError(f"npm install workerd@{version} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    binary = find_workerd(root)
+    if not binary:
+        raise WorkerdError(f"npm install succeeded but no workerd binary under {root}/node_modules")
+    workerd_version(binary)  # proves it runs
+    return binary
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def render_config(
+    port: int,
+    storage_dir: str | Path,
+    compat_date: str = DEFAULT_COMPAT_DATE,
+    compat_flags: Sequence[str] = DEFAULT_COMPAT_FLAGS,
+) -> str:
+    """The twin's capnp config text (``twin/config.capnp.tmpl`` filled in)."""
+    tmpl = (TWIN_DIR / "config.capnp.tmpl").read_text()
+    flags = ", ".join(json.dumps(f) for f in compat_flags)
+    return (
+        tmpl.replace("@PORT@", str(int(port)))
+        .replace("@STORAGE_DIR@", str(Path(storage_dir).resolve()))
+        .replace("@COMPAT_DATE@", compat_date)
+        .replace("@COMPAT_FLAGS@", flags)
+    )
+
+
+def http_get_json(url: str, timeout: float = 15.0) -> Any:
+    """GET ``url`` and decode JSON; error bodies (4xx/5xx with JSON) are returned, not raised."""
+    req = urllib.request.Request(url, method="GET")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read().decode())
+    except urllib.error.HTTPError as e:
+        body = e.read().decode(errors="replace")
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise WorkerdError(f"HTTP {e.code} from {url}: {body[:500]}") from e
+
+
+class WorkerdProcess:
+    """A ``workerd serve`` running the twin on 127.0.0.1:PORT.
+
+    Use as a context manager. ``storage_dir`` (default: inside the temp dir) holds the Durable
+    Object SQLite files; ``restart()`` stops and starts workerd on the same storage and port.
+    """
+
+    def __init__(
+        self,
+        binary: Optional[str] = None,
+        storage_dir: Optional[str | Path] = None,
+        port: Optional[int] = None,
+        compat_date: str = DEFAULT_COMPAT_DATE,
+        compat_flags: Sequence[str] = DEFAULT_COMPAT_FLAGS,
+        experimental: bool = True,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+        verbose: bool = False,
+    ) -> None:
+        self.binary = binary or find_workerd()
+        if not self.binary:
+            raise WorkerdError("workerd not found; run install_workerd() or set ALARMKIT_WORKERD")
+        self._tmp = tempfile.mkdtemp(prefix="alarmkit-workerd-")
+        self.workdir = Path(self._tmp)
+        self.storage_dir = Path(storage_dir) if storage_dir else self.workdir / "do-storage"
+        self.storage_dir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.compat_date = compat_date
+        self.compat_flags = tuple(compat_flags)
+        self.experimental = experimental
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.verbose = verbose
+        self.proc: Optional[subprocess.Popen] = None
+        self.log_path = self.workdir / "workerd.log"
+        self.starts = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def _write_config(self) -> Path:
+        shutil.copyfile(TWIN_DIR / "worker.js", self.workdir / "worker.js")
+        cfg = self.workdir / "config.capnp"
+        cfg.write_text(render_config(self.port, self.storage_dir, self.compat_date, self.compat_flags))
+        return cfg
+
+    def start(self) -> "WorkerdProcess":
+        if self.proc is not None and self.proc.poll() is None:
+            return self
+        cfg = self._write_config()
+        cmd = [self.binary, "serve", str(cfg)]
+        if self.experimental:
+            cmd.append("--experimental")
+        if self.verbose:
+            cmd.append("--verbose")
+        log = open(self.log_path, "ab")
+        log.write(f"\n=== start {self.starts + 1} at {time.time():.3f}: {' '.join(cmd)}\n".encode())
+        log.flush()
+        try:
+            self.proc = subprocess.Popen(
+                cmd, cwd=str(self.workdir), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self.starts += 1
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise WorkerdError(f"workerd exited with {self.proc.returncode} during startup:\n{self.log_tail()}")
+            try:
+                if http_get_json(self.url("/health"), timeout=2.0).get("ok"):
+                    return self
+            except (OSError, WorkerdError, ValueError):
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise WorkerdError(f"workerd did not answer on port {self.port} within {self.startup_timeout} s:\n{self.log_tail()}")
+
+    def stop(self) -> Optional[int]:
+        """Terminate (then kill) this workerd by its own PID; returns its exit code."""
+        p, self.proc = self.proc, None
+        if p is None:
+            return None
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=self.stop_timeout)
+        return p.returncode
+
+    def restart(self, downtime: float = 0.0) -> "WorkerdProcess":
+        """Stop, wait ``downtime`` seconds, start again on the same storage dir and port."""
+        self.stop()
+        if downtime > 0:
+            time.sleep(downtime)
+        return self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "WorkerdProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def version(self) -> str:
+        return workerd_version(self.binary)
+
+    # ---- HTTP helpers ----------------------------------------------------------------------
+    def url(self, path: str, params: Optional[Mapping[str, Any]] = None) -> str:
+        q = ""
+        if params:
+            q = "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        return f"http://127.0.0.1:{self.port}{path}{q}"
+
+    def get(self, path: str, params: Optional[Mapping[str, Any]] = None, timeout: float = 15.0) -> Any:
+        return http_get_json(self.url(path, params), timeout=timeout)
+
+    def events(self, obj: str, cls: Optional[str] = None) -> list[dict]:
+        r = self.get("/events", {"obj": obj, "cls": cls})
+        if "events" not in r:
+            raise WorkerdError(f"/events failed for {obj}: {r}")
+        return r["events"]
+
+    def grant(self, obj: str, lease_id: str, ttl_ms: int) -> dict:
+        return self.get("/grant", {"obj": obj, "id": lease_id, "ttl": ttl_ms})
+
+    def lab(self, obj: str, revoke_throws: Optional[int] = None, always_throw: Optional[bool] = None,
+            noboot: Optional[bool] = None) -> dict:
+        return self.get("/lab", {
+            "obj": obj,
+            "revokeThrows": revoke_throws,
+            "alwaysThrow": None if always_throw is None else int(bool(always_throw)),
+            "noboot": None if noboot is None else int(bool(noboot)),
+        })
+
+    def state(self, obj: str) -> dict:
+        return self.get("/state", {"obj": obj})
+
+    def probe(self, op: str, obj: str, **params: Any) -> Any:
+        p = {"obj": obj}
+        for k, v in params.items():
+            p[k] = json.dumps(v) if isinstance(v, bool) else v
+        return self.get(f"/probe/{op}", p)

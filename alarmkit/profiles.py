@@ -1,0 +1,160 @@
+"""Runtime profiles: the constants and behaviours of each real runtime alarmkit imitates.
+
+Every constant that comes from a source names it. See ``../shared/REFERENCE.md`` in the
+project's shared folder for the facts these reproduce.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AlarmkitError
+
+__all__ = ["Latency", "Profile", "PROFILES", "get_profile", "register_profile"]
+
+
+@dataclass(frozen=True)
+class Latency:
+    """How late a fire is delivered after its scheduled time, in ms (never early).
+
+    ``fixed``: always ``ms``. ``uniform``: uniform integer in ``[lo, hi]``. ``failover``: like
+    ``uniform`` but with probability ``p`` a fire is late by up to ``max_ms`` (the documented
+    "can be delayed by up to a minute due to maintenance or failures while failover takes
+    place", Cloudflare Durable Objects storage API docs).
+    """
+
+    kind: str = "fixed"
+    ms: int = 2
+    lo: int = 0
+    hi: int = 0
+    p: float = 0.0
+    max_ms: int = 60_000
+
+    @classmethod
+    def fixed(cls, ms: int) -> Latency:
+        return cls("fixed", ms=_nonneg("ms", ms))
+
+    @classmethod
+    def uniform(cls, lo: int, hi: int) -> Latency:
+        if _nonneg("hi", hi) < _nonneg("lo", lo):
+            raise AlarmkitError(f"uniform latency needs lo <= hi, got lo={lo}, hi={hi}")
+        return cls("uniform", lo=lo, hi=hi)
+
+    @classmethod
+    def failover(cls, p: float = 0.01, max_ms: int = 60_000, lo: int = 1, hi: int = 5) -> Latency:
+        if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
+            raise AlarmkitError(f"failover probability must be within [0, 1], got {p!r}")
+        return cls("failover", lo=_nonneg("lo", lo), hi=_nonneg("hi", hi), p=float(p), max_ms=_nonneg("max_ms", max_ms))
+
+    def sample(self, rng) -> int:
+        if self.kind == "fixed":
+            return self.ms
+        if self.kind == "uniform":
+            return rng.randint(self.lo, self.hi)
+        if self.kind == "failover":
+            if rng.random() < self.p:
+                return rng.randint(self.hi, self.max_ms)
+            return rng.randint(self.lo, self.hi)
+        raise AlarmkitError(f"unknown latency kind {self.kind!r}; use fixed, uniform or failover")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v != Latency.__dataclass_fields__[k].default or k == "kind"}
+
+    @classmethod
+    def from_value(cls, value: Any) -> Latency:
+        """A Latency, an int (fixed ms), or a dict such as ``{"kind": "uniform", "lo": 1, "hi": 5}``."""
+        if isinstance(value, Latency):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls.fixed(value)
+        if isinstance(value, dict):
+            kind = value.get("kind", "fixed")
+            args = {k: v for k, v in value.items() if k != "kind"}
+            makers = {"fixed": cls.fixed, "uniform": cls.uniform, "failover": cls.failover}
+            if kind not in makers:
+                raise AlarmkitError(f"unknown latency kind {kind!r}; use one of {sorted(makers)}")
+            try:
+                return makers[kind](**args)
+            except TypeError as err:
+                raise AlarmkitError(f"bad {kind} latency {value!r}: {err}") from None
+        raise AlarmkitError(f"latency must be an int of ms, a dict or a Latency, got {value!r}")
+
+
+def _nonneg(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise AlarmkitError(f"latency {name} must be a non-negative int of ms, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a runtime does with alarms. ``scheduler`` names the scheduler implementation."""
+
+    name: str
+    scheduler: str = "workerd"
+    # src/workerd/server/alarm-scheduler.h: RETRY_START_SECONDS = 2
+    retry_start_ms: int = 2_000
+    # alarm-scheduler.h: RETRY_MAX_TRIES = 6 (the first run plus 6 counted retries)
+    retry_max_tries: int = 6
+    # alarm-scheduler.h: RETRY_BACKOFF_MAX = 9 (uncounted failures back off to 2 << 9 s = 1024 s)
+    backoff_max_shift: int = 9
+    # alarm-scheduler.h: RETRY_JITTER_FACTOR = 0.25 (jitter uniform in [0, floor(0.25 * delay ms)])
+    jitter_factor: float = 0.25
+    # Cloudflare docs (Durable Objects limits): alarm() has a 15-minute wall-clock limit
+    handler_limit_ms: int = 15 * 60 * 1000
+    # local workerd fires within milliseconds; "a few ms" is our default, not a quoted figure
+    fire_latency: Latency = field(default_factory=lambda: Latency.fixed(2))
+    # an idle object is evicted after this long (a simulation knob; Cloudflare evicts idle
+    # objects after tens of seconds, so 70 s is a stand-in, not a quoted figure)
+    idle_evict_ms: int = 70_000
+    # how a facet's set_alarm fails: "commit-breaks-facet" (workerd 2026-11-17, REFERENCE.md),
+    # "commit-breaks-actor" (before PR #7085, seed 000), or None (no facets, e.g. celld)
+    facet_alarms: str | None = "commit-breaks-facet"
+    # celld only (crates/logic/wake.rs, CELLD_WAKER_TICK_MS and CELLD_ALARM_RESIDENT_MS defaults)
+    waker_tick_ms: int = 60_000
+    resident_ms: int = 3_600_000
+    version: str = ""
+
+    def replace(self, **changes: Any) -> Profile:
+        if "fire_latency" in changes:
+            changes["fire_latency"] = Latency.from_value(changes["fire_latency"])
+        bad = sorted(set(changes) - set(self.__dataclass_fields__))
+        if bad:
+            raise AlarmkitError(f"unknown profile setting(s) {bad}; known: {sorted(self.__dataclass_fields__)}")
+        return dataclasses.replace(self, **changes)
+
+    def retry_delay_ms(self, shift: int) -> int:
+        """The nominal wait before a retry: ``retry_start << shift`` (no jitter)."""
+        return self.retry_start_ms << shift
+
+    def max_jitter_ms(self, delay_ms: int) -> int:
+        # alarm-scheduler.c++ maxJitterMsForDelay: std::floor(RETRY_JITTER_FACTOR * delayMs)
+        return math.floor(self.jitter_factor * delay_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["fire_latency"] = self.fire_latency.to_dict()
+        return d
+
+
+PROFILES: dict[str, Profile] = {
+    "workerd": Profile(name="workerd", version="1.20261117.1"),
+    "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
+}
+
+
+def register_profile(profile: Profile) -> Profile:
+    PROFILES[profile.name] = profile
+    return profile
+
+
+def get_profile(profile: str | Profile) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except (KeyError, TypeError):
+        raise AlarmkitError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}") from None
