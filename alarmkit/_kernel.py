@@ -16,13 +16,9 @@ from typing import Any, Callable
 
 from .errors import AlarmkitError, InternalError
 
-__all__ = ["Kernel", "Future", "Task", "Killed"]
+__all__ = ["Kernel", "Future", "Ready", "Task"]
 
 _PENDING = object()
-
-
-class Killed(BaseException):
-    """Thrown into nothing: marks a task whose process died. Never seen by user code."""
 
 
 class Future:
@@ -78,6 +74,24 @@ class Future:
         if not self.done():
             yield self
         return self.result()
+
+
+class Ready:
+    """``value``, known already; ``await`` suspends once (a commit point) and returns it.
+
+    Not awaiting it costs nothing, as a promise nobody awaits costs nothing in JavaScript.
+    """
+
+    __slots__ = ("_kernel", "_value")
+
+    def __init__(self, kernel: Kernel, value: Any) -> None:
+        self._kernel = kernel
+        self._value = value
+
+    def __await__(self):
+        fut = Future()
+        self._kernel.call_soon(fut.set_result, self._value)
+        return (yield fut)
 
 
 class Task(Future):
@@ -205,11 +219,9 @@ class Kernel:
         self.call_later(ms, fut.set_result, None)
         return fut
 
-    def checkpoint(self, value: Any = None) -> Future:
-        """A future that completes at once but still makes the awaiting task suspend."""
-        fut = Future()
-        self.call_soon(fut.set_result, value)
-        return fut
+    def checkpoint(self, value: Any = None) -> Ready:
+        """An awaitable whose value is known now; awaiting it still suspends the task once."""
+        return Ready(self, value)
 
     def spawn(self, coro, name: str = "", on_suspend=None, data: Any = None) -> Task:
         return Task(self, coro, name, on_suspend, data)

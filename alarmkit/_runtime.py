@@ -8,6 +8,7 @@ point; a crash rolls back what had not committed and kills every task in the ins
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from typing import Any, Callable
 
 from ._kernel import Future, Kernel, Task
@@ -29,7 +30,8 @@ class Host:
 
     __slots__ = (
         "sim", "namespace", "name", "label", "db", "instance", "ctx", "tasks", "gate", "idle_timer",
-        "invocations", "staged", "constructing", "alarm_backend", "parent", "__weakref__",
+        "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
+        "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -43,11 +45,13 @@ class Host:
         self.tasks: dict[Task, None] = {}
         self.gate: Future | None = None
         self.idle_timer: list | None = None
+        self.last_active = 0
         self.invocations = 0
         self.staged: Any = _UNSET  # an uncommitted set_alarm (int) or delete_alarm (None)
         self.constructing = False
         self.alarm_backend = sim.scheduler
         self.parent = parent
+        self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
 
     def __repr__(self) -> str:
         return f"<Host {self.label}>"
@@ -88,6 +92,9 @@ class Host:
         tasks, self.tasks = self.tasks, {}
         for task in tasks:
             task.kill(exc)
+        for child in self.facets.values():  # facets live inside their parent's process
+            if child.instance is not None:
+                child.drop(exc)
 
     def crash(self, reason: str) -> None:
         self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
@@ -100,22 +107,27 @@ class Host:
         self.drop(ObjectCrashed(f"object {self.label} was evicted ({reason})"))
 
     def _touch(self) -> None:
-        kernel = self.sim.kernel
-        kernel.cancel(self.idle_timer)
-        self.idle_timer = None
-        if not self.tasks and self.instance is not None:
-            self.idle_timer = kernel.call_later(self.sim.profile.idle_evict_ms, self._idle)
+        # one pending idle timer per object, re-armed lazily: activity only moves last_active
+        if self.tasks or self.instance is None:
+            return
+        self.last_active = self.sim.kernel.now
+        if self.idle_timer is None:
+            self.idle_timer = self.sim.kernel.call_later(self.sim.profile.idle_evict_ms, self._idle)
 
     def _idle(self) -> None:
         self.idle_timer = None
-        if not self.tasks:
+        if self.tasks or self.instance is None:
+            return  # busy: the end of the last task arms the timer again
+        due = self.last_active + self.sim.profile.idle_evict_ms
+        if self.sim.kernel.now >= due:
             self.evict("idle")
+        else:
+            self.idle_timer = self.sim.kernel.call_at(due, self._idle)
 
     # -- tasks and commits ----------------------------------------------------------------
     def spawn(self, coro, name: str) -> Task:
         task = self.sim.kernel.spawn(coro, name, self._on_suspend)
         self.tasks[task] = None
-        self.sim.kernel.cancel(self.idle_timer)
         task.add_done_callback(self._task_done)
         return task
 
@@ -282,6 +294,8 @@ class Simulation:
         self.scenario = scenario
         self.rows: list[tuple] = []
         self._seq = 0
+        self._limits: deque = deque()
+        self._watchdog: list | None = None
         factory = SCHEDULERS.get(self.profile.scheduler)
         if factory is None:
             raise AlarmkitError(f"profile {self.profile.name!r} names scheduler {self.profile.scheduler!r}; known: {sorted(SCHEDULERS)}")
@@ -349,36 +363,77 @@ class Simulation:
     def deliver_alarm(self, host: Host, scheduled: int, retry_count: int) -> Future:
         """Run ``alarm(info)`` in the object; resolves to ``(ok, counted)``."""
         out = Future()
-        self.kernel.spawn(self._run_alarm(host, scheduled, retry_count, out), "deliver")
+        self.deliver(host, scheduled, retry_count, lambda ok, counted: out.set_result((ok, counted)))
         return out
 
-    async def _run_alarm(self, host: Host, scheduled: int, retry_count: int, out: Future) -> None:
-        info = AlarmInfo(retry_count, retry_count > 0, scheduled)
+    def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[bool, bool], None]) -> None:
+        """Run ``alarm(info)`` in the object, then call ``done(ok, counted)``."""
         host.invocations += 1
         n = host.invocations
         self.log("fire", host, scheduled, None, retry_count, {"attempt": n, "late_ms": self.kernel.now - scheduled})
+        if host.instance is not None and host.gate is None:
+            self._start_handler(host, scheduled, retry_count, n, done)
+        else:  # asleep or gated: the constructor (and its block_concurrency_while) runs first
+            self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done), "deliver")
+
+    async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable) -> None:
         try:
-            instance = host.ensure_live()
+            host.ensure_live()
             await host.wait_gate()
+        except Exception as err:  # noqa: BLE001 - a constructor's error is the attempt's failure
+            self._alarm_failed(host, scheduled, retry_count, err, done)
+            return
+        self._start_handler(host, scheduled, retry_count, n, done)
+
+    def _start_handler(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable) -> None:
+        try:
             self.faults.before_alarm(host, n, retry_count)
-            handler = getattr(instance, "alarm", None)
+            handler = getattr(host.instance, "alarm", None)
             if handler is None:
-                raise AlarmkitError(f"{type(instance).__name__} has no alarm(info) handler; define async def alarm(self, info)")
-            task = host.spawn(_awaitable(handler(info)), "alarm")
-            limit = self.kernel.call_later(self.profile.handler_limit_ms, _timeout, task, self.profile.handler_limit_ms)
-            try:
-                await task
-            finally:
-                self.kernel.cancel(limit)
-        except (ObjectCrashed, UncountedFailure) as err:
-            self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted=False))
-            out.set_result((False, False))
-        except Exception as err:  # the user's exception: a counted failure
-            self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted=True))
-            out.set_result((False, True))
+                raise AlarmkitError(
+                    f"{type(host.instance).__name__} has no alarm(info) handler; define async def alarm(self, info)"
+                )
+            coro = handler(AlarmInfo(retry_count, retry_count > 0, scheduled))
+            if not inspect.iscoroutine(coro):
+                coro = _awaitable(coro) if inspect.isawaitable(coro) else _value(coro)
+        except Exception as err:  # noqa: BLE001 - user code or an injected fault
+            self._alarm_failed(host, scheduled, retry_count, err, done)
+            return
+        task = host.spawn(coro, "alarm")
+        self._watch(task)
+        task.add_done_callback(lambda t: self._alarm_done(host, scheduled, retry_count, t, done))
+
+    def _alarm_done(self, host: Host, scheduled: int, retry_count: int, task: Task, done: Callable) -> None:
+        err = task.exception()
+        if err is None:
+            self.log("handler_ok", host, scheduled, None, retry_count, {"next_ms": host.alarm_backend.get(host)})
+            done(True, False)
         else:
-            self.log("handler_ok", host, scheduled, None, retry_count, {"next_ms": self.scheduler.get(host)})
-            out.set_result((True, False))
+            self._alarm_failed(host, scheduled, retry_count, err, done)
+
+    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable) -> None:
+        counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
+        self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted))
+        done(False, counted)
+
+    def _watch(self, task: Task) -> None:
+        """The handler wall-clock limit. Deadlines are now + a constant, so one FIFO suffices."""
+        limits = self._limits
+        while limits and limits[0][1].done():  # finished handlers leave at once, not 15 minutes later
+            limits.popleft()
+        limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
+        if self._watchdog is None:
+            self._watchdog = self.kernel.call_at(self._limits[0][0], self._check_limits)
+
+    def _check_limits(self) -> None:
+        self._watchdog = None
+        limits, now, limit = self._limits, self.kernel.now, self.profile.handler_limit_ms
+        while limits and (limits[0][1].done() or limits[0][0] <= now):
+            deadline, task = limits.popleft()
+            if not task.done():
+                task.kill(HandlerTimeout(f"alarm() ran past the {limit} ms wall-clock limit"))
+        if limits:
+            self._watchdog = self.kernel.call_at(limits[0][0], self._check_limits)
 
     def restart(self, downtime_ms: int = 0) -> None:
         """Take the whole runtime down now and bring it back ``downtime_ms`` later, reloading alarms."""
@@ -458,9 +513,8 @@ class Inspector:
         return self._host.instance
 
 
-def _timeout(task: Task, limit_ms: int) -> None:
-    if not task.done():
-        task.kill(HandlerTimeout(f"alarm() ran past the {limit_ms} ms wall-clock limit"))
+async def _value(value: Any) -> Any:
+    return value
 
 
 async def _awaitable(aw: Any) -> Any:

@@ -121,8 +121,7 @@ class WorkerdScheduler:
             self.sim.log("fire_skipped", host, entry.at, self.rows.get(host), entry.counted, {"reason": "stored alarm changed"})
             self._finished(entry, ok=True, counted=False)
             return
-        done = self.sim.deliver_alarm(host, entry.at, entry.counted)
-        done.add_done_callback(lambda f: self._finished(entry, *f.result()))
+        self.sim.deliver(host, entry.at, entry.counted, lambda ok, counted: self._finished(entry, ok, counted))
 
     def _finished(self, entry: Entry, ok: bool, counted: bool) -> None:
         host = entry.host

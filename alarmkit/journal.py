@@ -47,8 +47,19 @@ _ARROW = pa.schema([
 ])
 
 
-def _dump(detail: Any) -> str | None:
-    return None if detail is None else json.dumps(detail, default=str, separators=(",", ":"))
+try:  # orjson is ~10x faster than json for the many small detail dicts of a big run
+    import orjson
+
+    def _dump(detail: Any) -> str | None:
+        if detail is None:
+            return None
+        return orjson.dumps(detail, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    _encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+    def _dump(detail: Any) -> str | None:
+        return None if detail is None else _encode(detail)
 
 
 def _arrow(run_id: int | None, rows: list[tuple]) -> pa.Table:
@@ -74,7 +85,7 @@ def _frame(df: pd.DataFrame) -> pd.DataFrame:
 class Journal:
     """A DuckDB journal, in a file (``Journal("journal.duckdb")``) or in memory (``Journal()``)."""
 
-    def __init__(self, path: str | os.PathLike | None = None, batch_size: int = 200_000) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, batch_size: int = 50_000) -> None:
         self.path = None if path in (None, ":memory:") else Path(path)
         self.batch_size = batch_size
         try:

@@ -1,0 +1,168 @@
+"""Export benchmark: a synthetic journal of N events, its HTML report, and Chromium's first render.
+
+    python benchmarks/bench_export.py             # 10,000, 100,000 and 1,000,000 events
+    python benchmarks/bench_export.py --quick     # 10,000 and 100,000
+    python benchmarks/bench_export.py --sizes 1000000 --keep /tmp/bench   # keep the files
+
+For each size: the journal is written through ``alarmkit.Journal`` (a DuckDB file), read back with
+``Journal.events``, turned into the report's figures, written with ``export_html``; then headless
+Chromium (network blocked) opens the file and we time navigation -> every figure rendered. Printed:
+seconds per step, HTML size in MB and bytes per event, and ratios against the smallest size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from alarmkit import Journal
+from alarmkit.report import export_html
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def synthetic_rows(n_events: int, n_objects: int = 500, seed: int = 7) -> list[tuple]:
+    """About ``n_events`` journal rows: objects arming, firing, failing, retrying on the workerd ladder,
+    running effects (some twice), moving alarms, a few crashes, and a runtime restart every ~2% of the run."""
+    rng = random.Random(seed)
+    per_object = max(1, n_events // n_objects)
+    rows: list[tuple] = []
+    for o in range(n_objects):
+        obj = f"obj-{o:04d}"
+        t, k, start = rng.randint(0, 5_000), 0, len(rows)
+        ev = rows.append
+        ev((t, "LEASES", obj, "construct", None, None, None, None))
+        while len(rows) - start < per_object:
+            k += 1
+            due = t + rng.randint(100, 60_000)
+            ev((t, "LEASES", obj, "arm", due, None, None, {"direction": "new", "cause": "user"}))
+            if rng.random() < 0.15:  # the user moves it
+                moved = max(t + 1, due + rng.randint(-20_000, 20_000))
+                ev((t + 1, "LEASES", obj, "arm", moved, due, None,
+                    {"direction": "earlier" if moved < due else "later", "cause": "user"}))
+                due = moved
+            retry, at = 0, due
+            while True:
+                fire = at + rng.randint(1, 5)
+                ev((fire, "LEASES", obj, "fire", due, None, retry, {"attempt": k, "late_ms": fire - due}))
+                took = rng.choice((0, 0, 0, 0, 0, 0, 0, 0, 5, rng.randint(50, 3_000)))
+                fails = rng.random() < 0.08 and retry < 6
+                ev((fire + took, "LEASES", obj, "effect", None, None, None, {"name": "revoke", "key": f"{obj}-{k}"}))
+                if not fails:
+                    ev((fire + took, "LEASES", obj, "handler_ok", due, None, retry, {"next_ms": None}))
+                    break
+                ev((fire + took, "LEASES", obj, "handler_error", due, None, retry,
+                    {"error": "InjectedError", "message": "synthetic failure", "counted": True}))
+                base = 2_000 << retry
+                jitter = rng.randint(0, base // 4)
+                at = fire + took + base + jitter
+                retry += 1
+                ev((fire + took, "LEASES", obj, "arm", at, due, retry, {"direction": "later", "cause": "retry"}))
+                ev((fire + took, "LEASES", obj, "retry_scheduled", at, due, retry,
+                    {"rung": retry - 1, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": True}))
+            if rng.random() < 0.004:
+                ev((fire + took + 1, "LEASES", obj, "crash", None, None, None, {"reason": "synthetic crash"}))
+            t = fire + took + rng.randint(1_000, 120_000)
+    span = max(r[0] for r in rows)
+    for i in range(1, 50):
+        rows.append((span * i // 50, None, None, "restart", None, None, None, {"downtime_ms": 5_000}))
+    rows.sort(key=lambda r: r[0])  # stable: each object's own order is kept
+    return [(seq, *r) for seq, r in enumerate(rows[:n_events], start=1)]
+
+
+def write_journal(path: Path, n_events: int) -> tuple[int, int, float]:
+    t0 = time.perf_counter()
+    rows = synthetic_rows(n_events)
+    with Journal(path) as j:
+        run_id = j.start_run("synthetic", "workerd", 7, {"events": n_events}, None)
+        for i in range(0, len(rows), j.batch_size):
+            j.write_events(run_id, rows[i:i + j.batch_size])
+    return run_id, len(rows), time.perf_counter() - t0
+
+
+def first_render(html: Path, n_figures: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    blocked: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                   else (blocked.append(route.request.url), route.abort()))
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        t0 = time.perf_counter()
+        page.goto(html.as_uri(), wait_until="commit", timeout=300_000)
+        page.wait_for_function(f"Number(document.body && document.body.dataset.rendered) >= {n_figures}",
+                               timeout=600_000, polling=50)
+        wall = time.perf_counter() - t0
+        info = page.evaluate("""() => {
+            const gd = document.getElementById('figure-0');
+            const pts = gd.data.filter(t => t.meta && t.meta.role === 'events').reduce((n, t) => n + t.x.length, 0);
+            return {points: pts, canvas: document.querySelectorAll('#figure-0 canvas').length,
+                    inPage: performance.now(), heapMB: (performance.memory || {}).usedJSHeapSize / 1e6};
+        }""")
+        browser.close()
+    return {"wall_s": wall, **info, "errors": errors, "blocked": blocked}
+
+
+def bench(n: int, folder: Path) -> dict:
+    db, out = folder / f"j{n}.duckdb", folder / f"report{n}.html"
+    run_id, rows, t_write = write_journal(db, n)
+    with Journal(db) as j:
+        t0 = time.perf_counter()
+        events = j.events(run_id)
+        t_read = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        export_html(run_id, out, journal=j)
+        t_export = time.perf_counter() - t0
+    n_figs = 1 + events["kind"].eq("retry_scheduled").any() + events["kind"].eq("fire").any()
+    render = first_render(out, int(n_figs))
+    assert render["points"] == rows, f"page shows {render['points']} points, journal has {rows}"
+    assert not render["blocked"] and not render["errors"], render
+    return {"events": rows, "write_s": t_write, "read_s": t_read, "export_s": t_export,
+            "mb": out.stat().st_size / 1e6, "render": render}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", type=int, nargs="*")
+    ap.add_argument("--keep", type=Path, default=None, help="folder to keep the journals and reports in")
+    a = ap.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"no {CHROMIUM}; install Debian's chromium package", file=sys.stderr)
+        return 2
+    sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
+    folder = a.keep or Path(tempfile.mkdtemp(prefix="alarmkit-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    results = []
+    try:
+        for n in sizes:
+            r = bench(n, folder)
+            results.append(r)
+            rr = r["render"]
+            print(f"{r['events']:>9,} events: journal write {r['write_s']:.1f} s, read {r['read_s']:.2f} s, "
+                  f"export {r['export_s']:.1f} s, HTML {r['mb']:.1f} MB ({r['mb'] * 1e6 / r['events']:.1f} B/event), "
+                  f"first render {rr['wall_s']:.1f} s in Chromium (WebGL canvases {rr['canvas']}, "
+                  f"points {rr['points']:,}, JS heap {rr['heapMB']:.0f} MB)", flush=True)
+    finally:
+        if a.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    base = results[0]
+    for r in results[1:]:
+        k = r["events"] / base["events"]
+        print(f"x{k:g} events -> export x{r['export_s'] / base['export_s']:.1f}, size x{r['mb'] / base['mb']:.1f}, "
+              f"first render x{r['render']['wall_s'] / base['render']['wall_s']:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

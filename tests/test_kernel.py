@@ -1,0 +1,159 @@
+"""The kernel alone: virtual time, ordering, the trampoline, gather, errors."""
+
+import asyncio
+
+import pytest
+
+from alarmkit import AlarmkitError, Kernel
+
+
+def test_timers_fire_in_time_then_sequence_order():
+    k = Kernel()
+    seen = []
+    k.call_at(20, seen.append, "b")
+    k.call_at(10, seen.append, "a")
+    k.call_at(20, seen.append, "c")  # same time as "b": scheduled later, runs later
+    k.run()
+    assert seen == ["a", "b", "c"]
+    assert k.now == 20
+
+
+def test_run_until_stops_at_that_time_and_advance_moves_on():
+    k = Kernel()
+    seen = []
+    for t in (5, 15, 25):
+        k.call_at(t, seen.append, t)
+    k.run(until=15)
+    assert (seen, k.now) == ([5, 15], 15)
+    k.advance(5)
+    assert (seen, k.now) == ([5, 15], 20)
+    k.advance(5)
+    assert seen == [5, 15, 25]
+
+
+def test_time_cannot_go_backwards():
+    k = Kernel()
+    k.advance(100)
+    with pytest.raises(AlarmkitError, match=r"^time can't go backwards: run\(until=50\) at now=100$"):
+        k.run(until=50)
+
+
+def test_cancelled_timer_never_runs():
+    k = Kernel()
+    seen = []
+    h = k.call_at(10, seen.append, 1)
+    k.cancel(h)
+    k.run()
+    assert seen == []
+
+
+def test_coroutines_sleep_in_virtual_time_and_return_values():
+    k = Kernel()
+    log = []
+
+    async def worker(name, delay):
+        await k.sleep(delay)
+        log.append((k.now, name))
+        return name.upper()
+
+    results = k.run_until_complete(k.gather(worker("slow", 300), worker("fast", 100)))
+    assert results == ["SLOW", "FAST"]
+    assert log == [(100, "fast"), (300, "slow")]
+
+
+def test_microtasks_run_before_the_next_timer():
+    k = Kernel()
+    order = []
+
+    async def chain():
+        for i in range(3):
+            await k.checkpoint()
+            order.append(f"micro{i}")
+
+    k.call_at(0, order.append, "timer")
+    k.spawn(chain())
+    k.run()
+    assert order == ["micro0", "micro1", "micro2", "timer"]
+
+
+def test_task_counts_its_suspensions_and_reports_them():
+    k = Kernel()
+    seen = []
+
+    async def three_awaits():
+        await k.checkpoint()
+        await k.sleep(1)
+        await k.checkpoint()
+
+    k.spawn(three_awaits(), "t", on_suspend=lambda task: seen.append(task.awaits))
+    k.run()
+    assert seen == [1, 2, 3]
+
+
+def test_an_exception_in_a_task_is_its_result():
+    k = Kernel()
+
+    async def boom():
+        await k.sleep(5)
+        raise ValueError("nope")
+
+    with pytest.raises(ValueError, match="^nope$"):
+        k.run_until_complete(boom())
+    assert k.now == 5
+
+
+def test_killed_task_never_resumes():
+    k = Kernel()
+    log = []
+
+    async def long():
+        await k.sleep(10)
+        log.append("resumed")
+
+    t = k.spawn(long())
+    k.advance(1)
+    t.kill(RuntimeError("process died"))
+    k.run()
+    assert log == [] and isinstance(t.exception(), RuntimeError)
+
+
+def test_awaiting_asyncio_inside_the_kernel_is_a_clear_error():
+    k = Kernel()
+
+    async def wrong():
+        await asyncio.sleep(0)
+
+    with pytest.raises(AlarmkitError, match="not an alarmkit awaitable"):
+        k.run_until_complete(wrong())
+
+
+def test_deadlock_is_reported_not_hung():
+    from alarmkit import Future
+
+    k = Kernel()
+
+    async def waits_forever():
+        await Future()
+
+    with pytest.raises(AlarmkitError, match="^deadlock"):
+        k.run_until_complete(waits_forever())
+
+
+def test_runs_inside_a_running_asyncio_loop():
+    """Jupyter kernels run an asyncio loop; the trampoline must not need one of its own."""
+    k = Kernel()
+
+    async def inner():
+        await k.sleep(42)
+        return k.now
+
+    async def outer():
+        return k.run_until_complete(inner())
+
+    assert asyncio.run(outer()) == 42
+
+
+def test_one_seeded_random_source():
+    assert [Kernel(7).rng.random() for _ in range(2)] == [Kernel(7).rng.random()] * 2
+    with pytest.raises(AlarmkitError, match=r"^seed must be an int, got '7'$"):
+        Kernel("7")
