@@ -151,7 +151,8 @@ def _exhaust(sim: Simulation, ttl: int, quiet_ms: int):
 @scenario("lease-exhaustion", "the handler always throws: 7 attempts (+2, 4, 8, 16, 32, 64 s + jitter), then nothing")
 def lease_exhaustion(sim: Simulation, ttl: int = 1_000, quiet_ms: int = 100_000) -> dict:
     ledger = _exhaust(sim, ttl, quiet_ms)
-    return {"overdue_ms": sim.now - (ttl + 0), **_summary(sim, ledger)}
+    due = sim.inspect(ledger).sql("SELECT MIN(expire_at) AS t FROM leases")[0]["t"]
+    return {"overdue_ms": None if due is None else sim.now - due, **_summary(sim, ledger)}
 
 
 @scenario("lease-revival", "after exhaustion: restart with the failure cleared, one request; the constructor re-arms")
@@ -166,6 +167,43 @@ def lease_revival(sim: Simulation, ttl: int = 1_000, quiet_ms: int = 100_000, do
     return {"request_at": request_at, **_summary(sim, ledger)}
 
 
+@scenario("lease-lab", "the ledger with every lab control: leases, revoke throws, handler throws, a restart")
+def lease_lab(
+    sim: Simulation,
+    leases: int = 2,
+    ttl_ms: int = 300,
+    spacing_ms: int = 1_200,
+    revoke_throws: int = 0,
+    always_throw: bool = False,
+    noboot: bool = False,
+    restart_at_ms: int | None = None,
+    downtime_ms: int = 5_000,
+    horizon_ms: int = 400_000,
+) -> dict:
+    """Grant ``leases`` leases of ``ttl_ms + i * spacing_ms``; optionally restart the runtime at
+    ``restart_at_ms`` (one request wakes the object afterwards); run until ``horizon_ms``."""
+    if leases < 0 or ttl_ms < 0 or spacing_ms < 0 or horizon_ms <= 0:
+        from ..errors import ScenarioError
+
+        raise ScenarioError(
+            f"lease-lab needs leases, ttl_ms, spacing_ms >= 0 and horizon_ms > 0; got leases={leases}, "
+            f"ttl_ms={ttl_ms}, spacing_ms={spacing_ms}, horizon_ms={horizon_ms}"
+        )
+    ledger = _ledger(sim)
+    sim.call(ledger.lab(revoke_throws=revoke_throws, always_throw=always_throw, noboot=noboot))
+    for i in range(leases):
+        sim.call(ledger.grant(f"lease-{i}", ttl_ms + i * spacing_ms))
+    if restart_at_ms is not None and restart_at_ms < horizon_ms:
+        sim.run(until=max(restart_at_ms, sim.now))
+        sim.call(ledger.lab(always_throw=False, revoke_throws=0))
+        sim.restart(downtime_ms)
+        sim.advance(downtime_ms)
+        sim.call(ledger.status())
+    sim.run(until=max(horizon_ms, sim.now))
+    return _summary(sim, ledger)
+
+
 LEASE_SCENARIOS = [
     "lease-normal", "lease-crash-after-effect", "lease-moves-only-earlier", "lease-exhaustion", "lease-revival",
+    "lease-lab",
 ]

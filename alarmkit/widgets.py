@@ -1,0 +1,142 @@
+"""An explorer panel for JupyterLab: change a scenario's parameters, step through virtual time,
+watch the timeline, read the latest events, export the run. Callbacks only call package functions.
+
+    from alarmkit.widgets import Explorer
+    Explorer("lease-lab", leases=3)
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from .errors import AlarmkitError
+from .journal import Journal
+from .plots import timeline
+from .profiles import PROFILES, Latency
+from .report import export_run
+from .scenarios import get_scenario, run_scenario
+
+__all__ = ["Explorer"]
+
+_LABELS = {
+    "ttl_ms": "lease lifetime (ms)", "leases": "number of leases", "spacing_ms": "between leases (ms)",
+    "revoke_throws": "revoke throws N times", "always_throw": "handler always throws", "noboot": "ctor doesn't re-arm",
+    "restart_at_ms": "restart at (ms)", "downtime_ms": "restart downtime (ms)", "horizon_ms": "run until (ms)",
+}
+
+
+def _control(name: str, default: Any) -> W.Widget:
+    desc = _LABELS.get(name, name.replace("_", " "))
+    style = {"description_width": "150px"}
+    if isinstance(default, bool):
+        return W.Checkbox(value=default, description=desc, style=style, indent=False)
+    if isinstance(default, int):
+        return W.IntText(value=default, description=desc, style=style)
+    if isinstance(default, float):
+        return W.FloatText(value=default, description=desc, style=style)
+    # lists, tuples, None and strings: JSON text, parsed with json (never evaluated)
+    return W.Text(value=json.dumps(list(default) if isinstance(default, tuple) else default), description=desc, style=style)
+
+
+def _value(widget: W.Widget, name: str) -> Any:
+    if isinstance(widget, W.Text):
+        try:
+            return json.loads(widget.value)
+        except json.JSONDecodeError:
+            raise AlarmkitError(f"{name} = {widget.value!r} is not JSON; write e.g. [300, 1500] or null") from None
+    return widget.value
+
+
+class Explorer(W.VBox):
+    """A scenario's controls, a step/play control over virtual time, a live timeline, the latest
+    events and an export button. ``explorer.result`` is the latest ``run_scenario`` result."""
+
+    def __init__(self, scenario: str = "lease-lab", *, journal: Journal | None = None, seed: int = 0,
+                 profile: str | None = None, **params: Any) -> None:
+        self.scenario = get_scenario(scenario)
+        unknown = sorted(set(params) - set(self.scenario.params))
+        if unknown:
+            raise AlarmkitError(f"scenario {scenario!r} has no parameter(s) {unknown}; it takes {sorted(self.scenario.params)}")
+        self.journal = journal or Journal()
+        self.controls = {n: _control(n, params.get(n, d)) for n, d in self.scenario.params.items()}
+        style = {"description_width": "150px"}
+        self.profile = W.Dropdown(options=sorted(PROFILES), value=profile or self.scenario.profile,
+                                  description="profile", style=style)
+        self.seed = W.IntText(value=seed, description="seed", style=style)
+        self.latency = W.IntText(value=2, description="fire latency (ms)", style=style)
+        self.time = W.IntSlider(value=0, min=0, max=1, description="virtual time (ms)", style=style,
+                                continuous_update=False, layout=W.Layout(width="70%"))
+        self.play = W.Play(value=0, min=0, max=1, interval=400, description="play")
+        W.jslink((self.play, "value"), (self.time, "value"))
+        self.figure = go.FigureWidget()
+        self.table = W.HTML()
+        self.status = W.HTML()
+        self.out_path = W.Text(value="report.html", description="export to", style=style)
+        self.export_button = W.Button(description="Export HTML", icon="download")
+        self.export_button.on_click(lambda _: self.export())
+        for w in [*self.controls.values(), self.profile, self.seed, self.latency]:
+            w.observe(lambda _: self.rerun(), names="value")
+        self.time.observe(lambda change: self.show_until(change["new"]), names="value")
+        grid = W.GridBox(list(self.controls.values()) + [self.profile, self.seed, self.latency],
+                         layout=W.Layout(grid_template_columns="repeat(3, 1fr)"))
+        super().__init__([grid, W.HBox([self.play, self.time]), self.figure, self.status, self.table,
+                          W.HBox([self.out_path, self.export_button])])
+        self.result: dict | None = None
+        self.rerun()
+
+    # -- callbacks ------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        return {n: _value(w, n) for n, w in self.controls.items()}
+
+    def rerun(self) -> None:
+        """Run the scenario again with the current controls; keep the previous run on bad input."""
+        try:
+            result = run_scenario(
+                self.scenario.name, seed=self.seed.value, journal=self.journal,
+                profile=PROFILES[self.profile.value].replace(fire_latency=Latency.fixed(max(0, self.latency.value))),
+                **self.params(),
+            )
+        except AlarmkitError as err:
+            self.status.value = f"<b>not run:</b> {html.escape(str(err))}"
+            return
+        self.result = result
+        self.events = result["sim"].events()
+        end = int(self.events["t_ms"].max()) if len(self.events) else 0
+        self.time.max = self.play.max = max(end, 1)
+        self.play.step = max(1, end // 40)
+        self.status.value = html.escape(
+            f"run {result['run_id']}: {len(result['attempts'])} alarm() attempts, effects {result['effects']}, "
+            f"{result['events']} events"
+        )
+        if self.time.value != end:
+            self.time.value = end  # observer redraws
+        else:
+            self.show_until(end)
+
+    def show_until(self, t_ms: int) -> None:
+        """Draw the run as it stood at virtual time ``t_ms``."""
+        shown = self.events[self.events["t_ms"] <= t_ms]
+        if shown.empty:
+            shown = self.events.head(1)
+        fig = timeline(shown, window=(0, max(int(self.time.max), 1)))
+        with self.figure.batch_update():
+            self.figure.data = ()
+            self.figure.add_traces(list(fig.data))
+            self.figure.layout = fig.layout
+        last = shown.tail(8)[["t_ms", "object_id", "kind", "scheduled_ms", "retry_count", "detail"]]
+        self.table.value = last.to_html(index=False, escape=True, na_rep="", border=0)
+
+    def export(self, path: str | Path | None = None) -> Path:
+        """Write the current run's report (self-contained HTML)."""
+        out = export_run(self.journal, self.result["run_id"], path or self.out_path.value)
+        self.status.value = f"wrote {html.escape(str(out))}"
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Explorer {self.scenario.name} run={self.result and self.result['run_id']}>"
