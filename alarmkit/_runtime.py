@@ -29,7 +29,7 @@ class Host:
     """One object identity: durable storage plus, while awake, an instance."""
 
     __slots__ = (
-        "sim", "namespace", "name", "label", "db", "instance", "ctx", "tasks", "gate", "idle_timer",
+        "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
         "__weakref__",
     )
@@ -39,7 +39,7 @@ class Host:
         self.namespace = namespace
         self.name = name
         self.label = name if parent is None else f"{parent.label}/{name}"
-        self.db = Database()
+        self._db: Database | None = None  # opened on first use: many objects never touch SQL
         self.instance: DurableObject | None = None
         self.ctx: DurableObjectState | None = None
         self.tasks: dict[Task, None] = {}
@@ -56,6 +56,12 @@ class Host:
     def __repr__(self) -> str:
         return f"<Host {self.label}>"
 
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database()
+        return self._db
+
     # -- lifecycle ------------------------------------------------------------------------
     def ensure_live(self) -> DurableObject:
         if self.instance is not None:
@@ -66,7 +72,8 @@ class Host:
         try:
             self.instance = self.namespace.cls(self.ctx, self.sim.env)
         except Exception:
-            self.db.rollback()
+            if self._db is not None:
+                self._db.rollback()
             self.staged = _UNSET
             self.ctx = None
             raise
@@ -82,7 +89,8 @@ class Host:
 
     def drop(self, exc: BaseException) -> None:
         """The instance goes away (crash, eviction, restart): uncommitted writes are lost."""
-        self.db.rollback()
+        if self._db is not None:
+            self._db.rollback()
         self.staged = _UNSET
         self.instance = None
         self.ctx = None
@@ -159,7 +167,8 @@ class Host:
         return self.alarm_backend.get(self)
 
     def commit(self) -> None:
-        self.db.commit()
+        if self._db is not None:
+            self._db.commit()
         if self.staged is _UNSET:
             return
         (at, cause), self.staged = self.staged, _UNSET

@@ -128,8 +128,11 @@ class WorkerdScheduler:
         if self.entries.get(host) is not entry:
             return  # the runtime restarted while the handler ran
         if entry.queued is not _NONE:
-            # "If an alarm is queued, there's no point in retrying the current one"
-            self.entries[host] = self._schedule(host, entry.queued)
+            # "If an alarm is queued, there's no point in retrying the current one": the queued
+            # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused
+            at = entry.queued
+            entry.__init__(host, at)
+            self._arm_timer(entry, max(at, self.kernel.now))
             return
         entry.status = FINISHED
         if ok:
