@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._scheduler import WorkerdScheduler
-from ._storage import Database
+from ._storage import ConnectionPool, Database
 from .errors import AlarmkitError, HandlerTimeout, ObjectCrashed
 from .faults import Faults, InjectedError, UncountedFailure
 from .profiles import Profile, get_profile
@@ -59,7 +59,7 @@ class Host:
     @property
     def db(self) -> Database:
         if self._db is None:
-            self._db = Database()
+            self._db = Database(self.sim.db_pool)
         return self._db
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -301,6 +301,7 @@ class Simulation:
         self.down = False
         self._up: Future | None = None
         self.scenario = scenario
+        self.db_pool = ConnectionPool()
         self.rows: list[tuple] = []
         self._seq = 0
         self._limits: deque = deque()

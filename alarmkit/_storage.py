@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections import OrderedDict
 from typing import Any, Iterator
 
 from .errors import AlarmkitError
 
-__all__ = ["Database", "Cursor", "SqlError"]
+__all__ = ["Database", "Cursor", "SqlError", "ConnectionPool"]
 
 _TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b", re.I)
 
@@ -24,33 +25,82 @@ class SqlError(AlarmkitError):
     """An SQL statement failed (bad syntax, constraint, missing table...)."""
 
 
+class ConnectionPool:
+    """At most ``size`` databases hold an open SQLite connection (about 15-40 KiB each); the
+    least recently used ones are parked as their serialized image (a few KiB for a small object).
+    Parking never happens inside a transaction, so it cannot change what a simulation sees."""
+
+    def __init__(self, size: int = 2048) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise AlarmkitError(f"connection pool size must be a positive int, got {size!r}")
+        self.size = size
+        self.open: OrderedDict[Database, None] = OrderedDict()
+
+    def touch(self, db: Database) -> None:
+        opened = self.open
+        if db in opened:
+            opened.move_to_end(db)
+            return
+        opened[db] = None
+        tries = len(opened) - self.size
+        while tries > 0 and len(opened) > self.size:
+            tries -= 1
+            old = next(iter(opened))
+            if old is not db and old._park():
+                del opened[old]
+            else:  # mid-transaction: it stays open, and goes to the back of the queue
+                opened.move_to_end(old)
+
+
 class Database:
     """The durable part of one object. Survives eviction and restarts; instances do not."""
 
-    __slots__ = ("conn", "_kv_ready")
+    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "__weakref__")
 
-    def __init__(self) -> None:
-        # a small page size keeps 100,000 near-empty databases cheap
-        self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA page_size=512")
+    def __init__(self, pool: ConnectionPool | None = None) -> None:
+        self._conn: sqlite3.Connection | None = None
+        self._image: bytes | None = None
         self._kv_ready = False
+        self._pool = pool
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            if self._image is None:
+                conn.execute("PRAGMA page_size=512")  # small pages keep many small databases cheap
+            else:
+                conn.deserialize(self._image)
+                self._image = None
+        if self._pool is not None:
+            self._pool.touch(self)
+        return conn
+
+    def _park(self) -> bool:
+        conn = self._conn
+        if conn is None or conn.in_transaction:
+            return False
+        self._image = conn.serialize()
+        conn.close()
+        self._conn = None
+        return True
 
     # -- transactions -----------------------------------------------------------------
     def _begin(self) -> None:
-        if not self.conn.in_transaction:
-            self.conn.execute("BEGIN")
-
-    @property
-    def dirty(self) -> bool:
-        return self.conn.in_transaction
+        conn = self.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
 
     def commit(self) -> None:
-        if self.conn.in_transaction:
-            self.conn.execute("COMMIT")
+        conn = self._conn  # a parked database has nothing uncommitted
+        if conn is not None and conn.in_transaction:
+            conn.execute("COMMIT")
 
     def rollback(self) -> None:
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+        conn = self._conn
+        if conn is not None and conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     # -- SQL ---------------------------------------------------------------------------
     def exec(self, sql: str, params: tuple) -> Cursor:
@@ -63,7 +113,7 @@ class Database:
             )
         self._begin()
         try:
-            cur = self.conn.execute(sql, params)
+            cur = self._conn.execute(sql, params)
         except sqlite3.ProgrammingError as err:
             if "one statement" in str(err) and not params:
                 self._script(sql)

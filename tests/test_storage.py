@@ -1,0 +1,106 @@
+"""ctx.storage: SQL cursors, KV, transaction_sync, and parking idle databases."""
+
+import pytest
+
+from alarmkit import DurableObject, Simulation, SqlError
+from alarmkit.scenarios.lease import LeaseLedger
+
+
+class Store(DurableObject):
+    async def kv(self):
+        s = self.ctx.storage
+        await s.put("a", {"n": 1})
+        await s.put({"b": [1, 2], "c": None})
+        got = (await s.get("a"), await s.get(["a", "b", "zzz"]), await s.list(prefix="b"))
+        deleted = (await s.delete("a"), await s.delete(["b", "nope"]), await s.get("a"))
+        return got, deleted
+
+    async def sql(self):
+        sql = self.ctx.storage.sql
+        sql.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        w = sql.exec("INSERT INTO t (v) VALUES (?), (?)", "x", "y").rows_written
+        cur = sql.exec("SELECT id, v FROM t ORDER BY id")
+        return w, cur.to_list(), cur.raw(), cur.column_names, sql.exec("SELECT count(*) AS n FROM t").one()
+
+    async def one_of_none(self):
+        return self.ctx.storage.sql.exec("SELECT 1 AS x WHERE 0").one()
+
+    async def tx(self, fail):
+        sql = self.ctx.storage.sql
+        sql.exec("CREATE TABLE IF NOT EXISTS u (v INTEGER)")
+
+        def body():
+            sql.exec("INSERT INTO u VALUES (1)")
+            if fail:
+                raise ValueError("abort")
+
+        try:
+            self.ctx.storage.transaction_sync(body)
+        except ValueError:
+            pass
+        return sql.exec("SELECT count(*) AS n FROM u").one()["n"]
+
+    async def explicit_begin(self):
+        self.ctx.storage.sql.exec("BEGIN")
+
+    async def bad_value(self):
+        await self.ctx.storage.put("k", object())
+
+
+def stub():
+    sim = Simulation()
+    return sim, sim.namespace("S", Store).get("s")
+
+
+def test_kv_round_trips_json_values():
+    sim, s = stub()
+    got, deleted = sim.call(s.kv())
+    assert got == ({"n": 1}, {"a": {"n": 1}, "b": [1, 2]}, {"b": [1, 2]})
+    assert deleted == (True, 1, None)
+
+
+def test_sql_cursor_gives_dicts_raw_rows_and_counts():
+    sim, s = stub()
+    w, rows, raw, cols, one = sim.call(s.sql())
+    assert w == 2
+    assert rows == [{"id": 1, "v": "x"}, {"id": 2, "v": "y"}]
+    assert raw == [(1, "x"), (2, "y")] and cols == ["id", "v"] and one == {"n": 2}
+
+
+def test_one_on_no_rows_is_workerds_error():
+    sim, s = stub()
+    with pytest.raises(SqlError, match=r"^Expected exactly one result from SQL query, but got no results\.$"):
+        sim.call(s.one_of_none())
+
+
+def test_transaction_sync_rolls_back_only_its_own_writes():
+    sim, s = stub()
+    assert sim.call(s.tx(False)) == 1
+    assert sim.call(s.tx(True)) == 1
+
+
+def test_explicit_transactions_are_refused_with_the_way_out():
+    sim, s = stub()
+    with pytest.raises(SqlError, match="BEGIN is not allowed in sql.exec.*transaction_sync"):
+        sim.call(s.explicit_begin())
+
+
+def test_non_json_value_names_the_key_and_type():
+    sim, s = stub()
+    with pytest.raises(Exception, match=r"storage.put\('k', ...\) got a object, which is not JSON-serialisable"):
+        sim.call(s.bad_value())
+
+
+def test_idle_databases_are_parked_and_restored_unchanged():
+    sim = Simulation(seed=1)
+    sim.db_pool.size = 3
+    ns = sim.namespace("L", LeaseLedger)
+    for i in range(10):
+        sim.call(ns.get(f"l{i}").grant("a", 1000 + 10 * i))
+    parked = [h for h in ns.hosts.values() if h._db._conn is None]
+    assert len(sim.db_pool.open) == 3 and len(parked) == 7
+    assert sim.inspect(ns.get("l0")).sql("SELECT id, expire_at FROM leases") == [{"id": "a", "expire_at": 1000}]
+    sim.run()
+    fires = sim.events().query("kind == 'fire'")
+    assert fires["t_ms"].tolist() == [1002 + 10 * i for i in range(10)]
+    assert all(sim.inspect(ns.get(f"l{i}")).sql("SELECT * FROM leases") == [] for i in range(10))
