@@ -61,7 +61,11 @@ def alarm_time(value: Any, now: int) -> int:
             "pass something like ctx.now() + 5_000"
         )
     if isinstance(value, float) and not math.isfinite(value):
-        raise TypeError(f"set_alarm() got {value!r}, which is not a finite time; pass epoch milliseconds")
+        # workerd's text for NaN (observed on workerd 2026-11-17), then ours naming the value
+        raise TypeError(
+            f"The value cannot be converted because it is not a valid Date. (set_alarm() got {value!r}, "
+            "which is not a finite time; pass epoch milliseconds such as ctx.now() + 5_000)"
+        )
     if value <= 0:
         raise TypeError(SET_ALARM_NONPOSITIVE)
     return max(int(math.floor(value)), now)
@@ -156,6 +160,13 @@ class DurableObjectState:
     def block_concurrency_while(self, fn: Callable[[], Awaitable[Any]]) -> Future:
         """Run ``fn()``; no other event is delivered to this object until it finishes."""
         return self._host.block_concurrency_while(fn)
+
+    @property
+    def facets(self):
+        """``ctx.facets`` (workerd): child objects hosted in this one; not defined on celld (AttributeError)."""
+        from ._facets import facets_of
+
+        return facets_of(self._host)
 
     def effect(self, name: str, key: Any = None, **detail: Any) -> Future:
         """Declare an external effect (a revoke, an email): journaled, and a place faults can strike."""

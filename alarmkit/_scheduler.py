@@ -21,7 +21,7 @@ _NONE = None
 
 
 class Entry:
-    __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer")
+    __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer", "rearmed")
 
     def __init__(self, host: Host, at: int) -> None:
         self.host = host
@@ -33,6 +33,7 @@ class Entry:
         self.backoff = 0
         self.prev_counted = False  # alarm-scheduler.h: previousRetryCountedAgainstLimit = false
         self.timer: list | None = None
+        self.rearmed = False  # set_alarm was called while this entry's handler ran
 
 
 class WorkerdScheduler:
@@ -47,13 +48,12 @@ class WorkerdScheduler:
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
+        """What ``get_alarm()`` returns: the object's stored alarm (actor-sqlite reads its own
+        metadata, not the scheduler), hidden while ``alarm()`` runs unless set since it started."""
         entry = self.entries.get(host)
-        if entry is None:
-            return None
-        if entry.status == STARTED:
-            # alarm-scheduler.c++ getAlarm: null while the handler runs, unless one is queued
-            return entry.queued
-        return entry.at
+        if entry is not None and entry.status == STARTED:
+            return entry.queued if entry.rearmed else None
+        return self.rows.get(host)
 
     def set(self, host: Host, at: int, cause: str) -> None:
         """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
@@ -67,6 +67,7 @@ class WorkerdScheduler:
             # "We queue any new alarm after the existing alarm even if the new alarm has the same
             # scheduled time" (alarm-scheduler.c++ setAlarm); FINISHED means a retry is pending
             entry.queued = at
+            entry.rearmed = entry.status == STARTED
         else:
             self.kernel.cancel(entry.timer)
             self.entries[host] = self._schedule(host, at)
@@ -116,17 +117,27 @@ class WorkerdScheduler:
         host = entry.host
         entry.timer = None
         entry.status = STARTED
-        if self.rows.get(host) != entry.at:
-            # actor-sqlite armAlarmHandler: the stored alarm moved or went; cancel this run
-            self.sim.log("fire_skipped", host, entry.at, self.rows.get(host), entry.counted, {"reason": "stored alarm changed"})
-            self._finished(entry, ok=True, counted=False)
-            return
-        self.sim.deliver(host, entry.at, entry.counted, lambda ok, counted: self._finished(entry, ok, counted))
+        entry.rearmed = False
+        stored = self.rows.get(host)
+        consume = False
+        if stored != entry.at:
+            # actor-sqlite armAlarmHandler, when the object's stored alarm differs from this run's:
+            # if the stored alarm is already due, "running despite AlarmManager mismatch" (and success
+            # deletes it); otherwise the run is cancelled and the stored alarm (if any) runs later
+            if stored is None or stored > self.kernel.now:
+                self.sim.log("fire_skipped", host, entry.at, stored, entry.counted, {"reason": "stored alarm changed"})
+                self._finished(entry, ok=True, counted=False)
+                return
+            consume = True
+        self.sim.deliver(host, entry.at, entry.counted, lambda ok, counted: self._finished(entry, ok, counted, consume))
 
-    def _finished(self, entry: Entry, ok: bool, counted: bool) -> None:
+    def _finished(self, entry: Entry, ok: bool, counted: bool, consume: bool = False) -> None:
         host = entry.host
         if self.entries.get(host) is not entry:
             return  # the runtime restarted while the handler ran
+        if ok and consume and not entry.rearmed:
+            # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
+            entry.queued = _NONE
         if entry.queued is not _NONE:
             # "If an alarm is queued, there's no point in retrying the current one": the queued
             # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused

@@ -280,6 +280,26 @@ def test_outside_set_while_a_retry_is_pending_replaces_the_retry():
     assert starts()[-1] == (40_000 + LAT, 0)
 
 
+def test_outside_set_earlier_than_a_pending_retry_runs_once_as_the_retry():
+    """Calibrated on workerd 2026-11-17: the retry runs at its time with retry_count 1 and the
+    original scheduled time (actor-sqlite runs an overdue stored alarm), and its success clears
+    the alarm set from outside: in effect the alarm runs at max(T, retry time)."""
+    async def fail_first(obj, info):
+        if info.retry_count == 0 and info.scheduled_time == 1000:
+            raise RuntimeError("first fails")
+
+    sim, p = make(fail_first)
+    sim.call(p.arm(1000))
+    sim.run(until=1500)
+    retry_at = int(kinds(sim, "retry_scheduled")["scheduled_ms"].iloc[0])
+    sim.call(p.arm(1800))  # earlier than the retry
+    assert sim.call(p.alarm_now()) == 1800
+    sim.run()
+    assert starts() == [(1002, 0), (retry_at + LAT, 1)]
+    assert [s[4] for s in Probe.seen if s[0] == "start"] == [1000, 1000]
+    assert sim.inspect(p).alarm is None and kinds(sim, "fire_skipped").empty
+
+
 def test_fire_latency_is_configurable_and_never_early():
     sim, p = make(None, fire_latency=Latency.uniform(10, 60_000))
     for i in range(20):
