@@ -8,8 +8,7 @@ awaiting a resolved promise is in JavaScript. Forgetting ``await`` loses nothing
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
 from ._kernel import Future
 from ._storage import Cursor
@@ -23,8 +22,7 @@ __all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "Alar
 SET_ALARM_NONPOSITIVE = "setAlarm() cannot be called with an alarm time <= 0"
 
 
-@dataclass(frozen=True, slots=True)
-class AlarmInfo:
+class AlarmInfo(NamedTuple):
     """Passed to ``alarm(info)``: ``retry_count`` counts counted retries; ``is_retry`` is ``retry_count > 0``."""
 
     retry_count: int

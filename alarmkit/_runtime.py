@@ -176,10 +176,11 @@ class Host:
         if at is None:
             backend.delete(self, cause)
             return
-        before = backend.get(self)
-        backend.set(self, at, cause)
-        if cause == "constructor" and before is None and at <= self.sim.kernel.now:
+        if cause == "constructor" and at <= self.sim.kernel.now and backend.get(self) is None:
+            backend.set(self, at, cause)  # a constructor that found overdue work and no alarm
             self.sim.log("revive", self, at, None, None, {"cause": "constructor"})
+            return
+        backend.set(self, at, cause)
 
     def block_concurrency_while(self, fn: Callable) -> Task:
         name = "constructor" if self.constructing else "block_concurrency_while"
