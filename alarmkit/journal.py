@@ -28,6 +28,9 @@ EVENT_COLUMNS = [
 EVENT_KINDS = [
     "construct", "evict", "restart", "call", "arm", "disarm", "fire", "fire_skipped", "handler_ok",
     "handler_error", "retry_scheduled", "abandoned", "revive", "effect", "crash", "fault",
+    # facets, the alarm proxy, the guestbook keepalive, celld (docs/readme-parts/facets-celld.md)
+    "facet_broken", "actor_broken", "proxy_arm", "proxy_deliver", "keepalive_arm", "keepalive_disarm",
+    "keepalive_fire", "revival", "deploy", "wake", "bucket",
 ]
 
 _SCHEMA = """
