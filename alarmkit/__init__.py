@@ -4,7 +4,9 @@ from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._runtime import Simulation, Stub
 from .errors import AlarmkitError, HandlerTimeout, InternalError, JournalLocked, ObjectCrashed, ScenarioError
-from .faults import Faults, InjectedError, UncountedFailure
+from .faults import FaultPlan, FaultPlanError, Faults, InjectedError, UncountedFailure
+from .invariants import Obligation, Report, Violation, check, check_run
+from .explore import Counterexample, Exploration, FaultSpace, explore
 from .journal import Journal
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .scenarios import SCENARIOS, list_scenarios, run_scenario, scenario
@@ -17,4 +19,6 @@ __all__ = [
     "InjectedError", "InternalError", "Journal", "JournalLocked", "Kernel", "Latency", "ObjectCrashed", "PROFILES",
     "Profile", "SCENARIOS", "ScenarioError", "Simulation", "SqlError", "Stub", "Task", "UncountedFailure",
     "get_profile", "list_scenarios", "run_scenario", "scenario",
+    "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
+    "Counterexample", "Exploration", "explore",
 ]

@@ -101,6 +101,7 @@ class Database:
         conn = self._conn
         if conn is not None and conn.in_transaction:
             conn.execute("ROLLBACK")
+            self._kv_ready = False  # the rolled-back transaction may be the one that created _cf_KV
 
     # -- SQL ---------------------------------------------------------------------------
     def exec(self, sql: str, params: tuple) -> Cursor:

@@ -1,22 +1,36 @@
-"""The hook points where faults enter a simulation.
+"""The hook points where faults enter a simulation, and ``FaultPlan``: faults as a plain value.
 
-``Faults`` does nothing; a fault plan subclasses it. The runtime calls these hooks and nothing
-else, so a new kind of fault never needs a change to the runtime's control flow.
+``Faults`` does nothing; the runtime calls its hooks and nothing else, so a new kind of fault
+never needs a change to the runtime's control flow. ``FaultPlan`` is a ``Faults`` that is also
+a serialisable value (JSON, TOML, a Python literal): which alarm() attempts throw, which effect
+calls fail, where the process dies, when objects are evicted or the runtime restarts, how late
+fires are, which successful alarms are delivered again. Every fault it injects is journaled as
+its own ``fault`` event, beside the effect it has.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._planfields import (
+    INT_LISTS, PARTS, DOCUMENTED_MAX_LATE_MS, Crash, EffectCrash, EffectThrow, Evict,
+    FaultPlanError, Restart, check_ints, check_latency, check_name, part_dict, check_parts, toml_value,
+)
 from .errors import AlarmkitError
+from .profiles import Latency
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._kernel import Task
     from ._runtime import Host, Simulation
-    from .profiles import Latency
 
-__all__ = ["Faults", "UncountedFailure", "InjectedError"]
-
+__all__ = [
+    "Faults", "UncountedFailure", "InjectedError", "FaultPlan", "FaultPlanError",
+    "Crash", "EffectThrow", "EffectCrash", "Evict", "Restart", "DOCUMENTED_MAX_LATE_MS",
+]
 
 class InjectedError(AlarmkitError):
     """An exception thrown on purpose by a fault plan (a counted failure, as a user error is)."""
@@ -54,3 +68,268 @@ class Faults:
 
     def to_dict(self) -> dict[str, Any] | None:
         return None
+
+
+@dataclass(frozen=True)
+class FaultPlan(Faults):
+    """Faults as a value. Every field is optional; lists accept dicts for their parts.
+
+    >>> FaultPlan(handler_throws=[1, 2], crashes=[{"task": "alarm", "invocation": 3, "at_await": 1}])
+
+    ``object`` limits handler, effect and duplicate faults to one object (None: every object).
+    A plan keeps per-run counters that ``install`` resets: give each simulation its own plan, or
+    run them one after another. Raises ``FaultPlanError`` naming the field for any bad value.
+    """
+
+    object: str | None = None
+    handler_throws: tuple[int, ...] | str = ()
+    uncounted: tuple[int, ...] = ()
+    effect_throws: tuple[EffectThrow, ...] = ()
+    crashes: tuple[Crash, ...] = ()
+    crash_after_effect: tuple[EffectCrash, ...] = ()
+    evictions: tuple[Evict, ...] = ()
+    restarts: tuple[Restart, ...] = ()
+    latency: Latency | None = None
+    duplicates: tuple[int, ...] = ()
+    _state: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "object", check_name("object", self.object))
+        ht = self.handler_throws
+        set_(self, "handler_throws", "always" if ht == "always" else check_ints("handler_throws", ht))
+        set_(self, "uncounted", check_ints("uncounted", self.uncounted))
+        set_(self, "duplicates", check_ints("duplicates", self.duplicates))
+        for name, cls in PARTS.items():
+            set_(self, name, check_parts(name, cls, getattr(self, name)))
+        set_(self, "latency", check_latency(self.latency))
+        set_(self, "_state", {})
+
+    # -- as a value ------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Any) -> FaultPlan:
+        if isinstance(data, FaultPlan):
+            return data
+        if not isinstance(data, dict):
+            raise FaultPlanError(f"a fault plan is a table of fields, got {type(data).__name__} {data!r}")
+        bad = sorted(set(data) - set(_FIELDS))
+        if bad:
+            raise FaultPlanError(f"unknown fault plan field {bad[0]!r}; allowed fields: {list(_FIELDS)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as plain data, non-default fields only (``FaultPlan.from_dict`` reads it back)."""
+        out: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if name == "latency":
+                if value is not None:
+                    out[name] = value.to_dict()
+            elif name in PARTS:
+                if value:
+                    out[name] = [part_dict(p) for p in value]
+            elif name in INT_LISTS:
+                if value:
+                    out[name] = value if isinstance(value, str) else list(value)
+            elif value is not None:
+                out[name] = value
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> FaultPlan:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise FaultPlanError(f"fault plan is not valid JSON: {err}") from None
+        return cls.from_dict(data)
+
+    def to_toml(self) -> str:
+        """The plan as TOML (scalars and lists first, then one ``[[table]]`` per part)."""
+        data = self.to_dict()
+        head, tables = [], []
+        for name, value in data.items():
+            if name in PARTS:
+                for part in value:
+                    tables.append(f"\n[[{name}]]")
+                    tables.extend(f"{k} = {toml_value(v)}" for k, v in part.items())
+            else:
+                head.append(f"{name} = {toml_value(value)}")
+        return "\n".join(head + tables) + "\n"
+
+    @classmethod
+    def from_toml(cls, text: str) -> FaultPlan:
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            raise FaultPlanError(f"fault plan is not valid TOML: {err}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> FaultPlan:
+        """Read a ``.json`` or ``.toml`` fault plan file."""
+        p = Path(path)
+        if p.suffix not in (".json", ".toml"):
+            raise FaultPlanError(f"fault plan file {str(p)!r} must end in .json or .toml")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as err:
+            raise FaultPlanError(f"cannot read fault plan file {str(p)!r}: {err.strerror}") from None
+        try:
+            return cls.from_json(text) if p.suffix == ".json" else cls.from_toml(text)
+        except FaultPlanError as err:
+            raise FaultPlanError(f"{p.name}: {err}") from None
+
+    def save(self, path: str | Path) -> Path:
+        p = Path(path)
+        if p.suffix not in (".json", ".toml"):
+            raise FaultPlanError(f"fault plan file {str(p)!r} must end in .json or .toml")
+        p.write_text(self.to_json() + "\n" if p.suffix == ".json" else self.to_toml(), encoding="utf-8")
+        return p
+
+    def to_python(self) -> str:
+        """A Python literal that builds this plan: ``FaultPlan(handler_throws=[1, 2])``."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
+        return f"FaultPlan({args})"
+
+    def __repr__(self) -> str:
+        return self.to_python()
+
+    def replace(self, **changes: Any) -> FaultPlan:
+        return dataclasses.replace(self, **changes)
+
+    def size(self) -> int:
+        """How many faults the plan names (a shrinking measure; "always" and latency count one)."""
+        n = 0
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if name == "latency":
+                n += value is not None
+            elif name != "object":
+                n += 1 if isinstance(value, str) else len(value)
+        return n
+
+    # -- applied to a simulation -------------------------------------------------------------------
+    def install(self, sim: Simulation) -> None:
+        st = self._state
+        st.clear()
+        st.update(sim=sim, calls={}, ordinals={}, counts={}, successes={}, points=[],
+                  crash=_crash_index(self.crashes))
+        kernel = sim.kernel
+        for ev in self.evictions:
+            kernel.call_at(max(ev.at_ms, kernel.now), self._evict, sim, ev)
+        for rs in self.restarts:
+            kernel.call_at(max(rs.at_ms, kernel.now), self._restart, sim, rs)
+
+    @property
+    def points(self) -> list[tuple]:
+        """Every suspension reached in the last run: ``(object, task, invocation, await, t_ms)``."""
+        return self._state.get("points", [])
+
+    def _mine(self, host: Host) -> bool:
+        return self.object is None or host.label == self.object
+
+    def _log(self, host: Host | None, detail: dict) -> None:
+        self._state["sim"].log("fault", host, None, None, None, detail)
+
+    def _evict(self, sim: Simulation, ev: Evict) -> None:
+        for host in sim.hosts():
+            if host.instance is not None and (ev.object is None or host.label == ev.object):
+                self._log(host, {"fault": "evict", "at_ms": ev.at_ms})
+                host.evict("injected")
+
+    def _restart(self, sim: Simulation, rs: Restart) -> None:
+        if sim.down:
+            return  # already down: nothing to inject
+        self._log(None, {"fault": "restart", "at_ms": rs.at_ms, "downtime_ms": rs.downtime_ms})
+        sim.restart(rs.downtime_ms)
+
+    def fire_latency(self, host: Host, latency: Latency, rng) -> int:
+        if self.latency is None:
+            return latency.sample(rng)
+        late = self.latency.sample(rng)
+        if late > _usual_max(latency):
+            self._log(host, {"fault": "late_fire", "late_ms": late})
+        return late
+
+    def before_alarm(self, host: Host, invocation: int, retry_count: int) -> None:
+        if not self._mine(host):
+            return
+        if self.handler_throws == "always" or invocation in self.handler_throws:
+            self._log(host, {"fault": "handler_throws", "attempt": invocation})
+            raise InjectedError(f"injected: alarm() attempt {invocation} throws")
+        if invocation in self.uncounted:
+            self._log(host, {"fault": "uncounted", "attempt": invocation})
+            raise UncountedFailure(f"injected: alarm() attempt {invocation} failed, not the worker's fault")
+
+    def crash_at_suspend(self, host: Host, task: Task) -> bool:
+        st = self._state
+        name, k = task.name, task.awaits
+        if name == "alarm":
+            inv = host.invocations  # one alarm() at a time per object: this is its attempt number
+        elif k == 1:
+            key = (host.label, name)
+            inv = st["counts"][key] = st["counts"].get(key, 0) + 1
+            st["ordinals"][task] = inv
+        else:
+            inv = st["ordinals"].get(task, 0)
+        st["points"].append((host.label, name, inv, k, st["sim"].kernel.now))
+        crash = st["crash"]
+        if crash and ((host.label, name, inv, k) in crash or (None, name, inv, k) in crash):
+            self._log(host, {"fault": "crash", "task": name, "invocation": inv, "at_await": k})
+            return True
+        return False
+
+    def _effect_call(self, host: Host, name: str) -> int:
+        calls = self._state["calls"]
+        key = (host.label, name)
+        calls[key] = calls.get(key, 0) + 1
+        return calls[key]
+
+    def before_effect(self, host: Host, name: str, key: Any) -> None:
+        if not self._mine(host):
+            return
+        n = self._effect_call(host, name)
+        for et in self.effect_throws:
+            if et.when == "before" and et.effect == name and n <= et.times:
+                self._log(host, {"fault": "effect_throws", "effect": name, "key": key, "call": n, "when": "before"})
+                raise InjectedError(f"injected: effect {name}({key!r}) failed before it happened (call {n})")
+
+    def after_effect(self, host: Host, name: str, key: Any) -> str | None:
+        if not self._mine(host):
+            return None
+        n = self._state["calls"].get((host.label, name), 0)
+        for ec in self.crash_after_effect:
+            if ec.effect == name and ec.call == n:
+                self._log(host, {"fault": "crash_after_effect", "effect": name, "key": key, "call": n})
+                return "crash"
+        for et in self.effect_throws:
+            if et.when == "after" and et.effect == name and n <= et.times:
+                self._log(host, {"fault": "effect_throws", "effect": name, "key": key, "call": n, "when": "after"})
+                return "throw"
+        return None
+
+    def after_success(self, host: Host, scheduled_ms: int) -> None:
+        if not self._mine(host):
+            return
+        succ = self._state["successes"]
+        n = succ[host.label] = succ.get(host.label, 0) + 1
+        if n in self.duplicates:
+            # "In rare cases, alarms may fire more than once": the cleared alarm comes back once
+            self._log(host, {"fault": "duplicate", "success": n, "scheduled_ms": scheduled_ms})
+            host.alarm_backend.set(host, scheduled_ms, "duplicate")
+
+
+_FIELDS = [f.name for f in dataclasses.fields(FaultPlan) if f.init]
+
+
+def _crash_index(crashes: tuple[Crash, ...]) -> frozenset:
+    return frozenset((c.object, c.task, c.invocation, c.at_await) for c in crashes)
+
+
+def _usual_max(latency: Latency) -> int:
+    return latency.ms if latency.kind == "fixed" else latency.hi

@@ -104,3 +104,28 @@ def test_idle_databases_are_parked_and_restored_unchanged():
     fires = sim.events().query("kind == 'fire'")
     assert fires["t_ms"].tolist() == [1002 + 10 * i for i in range(10)]
     assert all(sim.inspect(ns.get(f"l{i}")).sql("SELECT * FROM leases") == [] for i in range(10))
+
+
+class FirstPut(DurableObject):
+    async def put_twice(self):
+        await self.ctx.storage.put("a", 1)  # the first KV write creates the KV table in this segment
+        await self.ctx.sleep(1)
+
+    async def get_a(self):
+        await self.ctx.storage.put("b", 2)
+        return await self.ctx.storage.get("a"), await self.ctx.storage.get("b")
+
+
+def test_kv_survives_a_crash_that_rolled_back_its_table():
+    """Found by the explorer: a crash that rolled back the segment creating _cf_KV broke later KV calls."""
+    from alarmkit import Faults
+
+    class CrashFirstAwait(Faults):
+        def crash_at_suspend(self, host, task):
+            return task.name == "rpc:put_twice" and task.awaits == 1
+
+    sim = Simulation(faults=CrashFirstAwait())
+    s = sim.namespace("F", FirstPut).get("f")
+    with pytest.raises(Exception, match="crashed"):
+        sim.call(s.put_twice())
+    assert sim.call(s.get_a()) == (None, 2)

@@ -1,0 +1,222 @@
+"""Running many exploration runs: one run, a chunk of runs (the picklable worker), executors.
+
+A worker receives plain data (the scenario's name, parameters, plans as dicts) and returns
+``RunResult`` values; with an output folder it also writes its chunk's rows as a Parquet file.
+Scenarios are found by name in the worker, so they must be registered when alarmkit (or one
+of the ``modules`` it is told to import) is imported there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+from concurrent.futures import Executor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import AlarmkitError
+from .faults import FaultPlan
+
+__all__ = ["RunResult", "Domain", "run_one", "run_chunk", "run_specs", "resolve_executor", "normalize_table",
+           "TABLE_COLUMNS", "write_rows"]
+
+# column -> pandas dtype of the result table (one row per run)
+TABLE_COLUMNS = {
+    "idx": "int64", "key": "object", "kind": "object", "depth": "int64", "seed": "int64", "faults": "object",
+    "n_faults": "int64", "faults_injected": "int64", "violations": "int64", "invariants": "object",
+    "first_violation": "object", "obligations": "int64", "done": "int64", "lost": "int64", "stuck": "int64",
+    "duplicates": "int64", "extra_effects": "int64", "max_late_ms": "Int64", "events": "int64",
+    "end_ms": "int64", "error": "object",
+}
+
+
+@dataclass
+class Domain:
+    """What the fault-free run showed there is to break."""
+
+    points: list[tuple] = field(default_factory=list)  # (object, task, invocation, await)
+    effects: list[str] = field(default_factory=list)
+    effect_calls: int = 0  # most calls of one effect on one object
+    attempts: int = 0  # most alarm() attempts on one object
+    successes: int = 0  # most successful alarm() runs on one object
+    window_ms: int = 0  # faults are drawn in [0, window]
+
+
+@dataclass
+class RunResult:
+    row: dict[str, Any]
+    plan: dict[str, Any]
+    violations: list[dict] = field(default_factory=list)
+    duplicates: list[dict] = field(default_factory=list)
+    points_after: list[tuple] = field(default_factory=list)
+    events: list[tuple] | None = None
+    domain: Domain | None = None
+
+
+def run_one(ctx: dict, spec: dict) -> RunResult:
+    """Run one simulation of ``ctx["scenario"]`` under ``spec["plan"]`` and check it."""
+    from ._runtime import Simulation
+    from .invariants import DEFAULT_GRACE_MS, check_run, final_alarms
+    from .scenarios import get_scenario
+
+    sc = get_scenario(ctx["scenario"])
+    plan = FaultPlan.from_dict(spec["plan"])
+    params = ctx["params"]
+    sim = Simulation(profile=ctx["profile"] or sc.profile, seed=spec["seed"], scenario=sc.name,
+                     params={**sc.params, **params}, faults=plan)
+    row = {"idx": spec["idx"], "key": spec["key"], "kind": spec["kind"], "depth": spec["depth"],
+           "seed": spec["seed"], "faults": plan.to_json(), "n_faults": plan.size(), "error": ""}
+    result = RunResult(row, plan.to_dict())
+    try:
+        summary = sc.fn(sim, **params) or {}
+    except Exception as err:  # noqa: BLE001 - a scenario that breaks under faults is a finding, not a crash
+        summary = {}
+        row["error"] = f"{type(err).__name__}: {err}"[:300]
+    rows = sim.rows
+    report = check_run(rows, summary.get("obligations", ()), summary.get("horizon_ms", sim.now),
+                       final=final_alarms(sim), invariants=ctx["invariants"],
+                       grace_ms=summary.get("grace_ms", DEFAULT_GRACE_MS))
+    row.update(report.summary())
+    row["first_violation"] = report.violations[0].message if report.violations else ""
+    row["events"] = len(rows)
+    row["end_ms"] = sim.now
+    result.violations = [v.to_dict() for v in report.violations]
+    result.duplicates = report.duplicates
+    if ctx.get("want_events"):
+        result.events = list(rows)
+    points = plan.points
+    if spec.get("want_points"):
+        crash = {(c.object, c.task, c.invocation, c.at_await) for c in plan.crashes}
+        last = -1
+        for i, (o, t, inv, k, _t) in enumerate(points):
+            if (o, t, inv, k) in crash or (None, t, inv, k) in crash:
+                last = i
+        result.points_after = [p[:4] for p in points[last + 1:]]
+    if spec["kind"] == "baseline":
+        result.domain = _domain(rows, points, summary, sim.now)
+    return result
+
+
+def _domain(rows: list[tuple], points: list[tuple], summary: dict, end: int) -> Domain:
+    attempts: dict = {}
+    successes: dict = {}
+    calls: dict = {}
+    last_fire = 0
+    for _seq, t, _ns, obj, kind, _s, _p, _r, detail in rows:
+        if kind == "fire":
+            attempts[obj] = attempts.get(obj, 0) + 1
+            last_fire = t
+        elif kind == "handler_ok":
+            successes[obj] = successes.get(obj, 0) + 1
+        elif kind == "effect":
+            k = (obj, detail.get("name"))
+            calls[k] = calls.get(k, 0) + 1
+    dues = [o["due_ms"] if isinstance(o, dict) else o.due_ms for o in summary.get("obligations", ())]
+    return Domain(
+        points=[p[:4] for p in points],
+        effects=sorted({name for _obj, name in calls}),
+        effect_calls=max(calls.values(), default=0),
+        attempts=max(attempts.values(), default=0),
+        successes=max(successes.values(), default=0),
+        window_ms=max(dues, default=last_fire or end),
+    )
+
+
+def run_chunk(job: dict) -> list[RunResult]:
+    """The worker: run a chunk of specs; write their rows to ``<out>/<name>.parquet`` if asked."""
+    import alarmkit.scenarios  # noqa: F401  (registers the built-in scenarios in a fresh worker)
+
+    ctx = job["ctx"]
+    for module in ctx.get("modules", ()):
+        importlib.import_module(module)
+    results = [run_one(ctx, spec) for spec in job["specs"]]
+    if ctx.get("out"):
+        write_rows(Path(ctx["out"]) / f"{job['name']}.parquet", [r.row for r in results])
+    return results
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"int64": pa.int64(), "Int64": pa.int64(), "object": pa.string()}
+    schema = pa.schema([(c, types[t]) for c, t in TABLE_COLUMNS.items()])
+    table = pa.Table.from_pylist([{c: r.get(c) for c in TABLE_COLUMNS} for r in rows], schema=schema)
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)  # a reader never sees half a file
+
+
+def normalize_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The result table's columns, in order, with fixed dtypes (whichever way it was built)."""
+    df = df.reindex(columns=list(TABLE_COLUMNS))
+    for col, dtype in TABLE_COLUMNS.items():
+        if dtype == "object":
+            df[col] = df[col].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+        else:
+            df[col] = df[col].astype("Float64").astype(dtype) if dtype == "Int64" else df[col].astype(dtype)
+    return df.reset_index(drop=True)
+
+
+# -- executors ------------------------------------------------------------------------------------
+
+
+class InProcess:
+    """Runs each chunk here, now (``workers=1`` or ``executor="serial"``)."""
+
+    def __repr__(self) -> str:
+        return "<in-process>"
+
+
+def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, bool, int]:
+    """``(executor, owned, width)``; ``owned`` executors are shut down by the caller."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise AlarmkitError(f"workers must be an int >= 1, got {workers!r}")
+    if executor is None:
+        n = workers or os.cpu_count() or 1
+        if n == 1:
+            return InProcess(), False, 1
+        from concurrent.futures import ProcessPoolExecutor
+
+        # the platform's default start method: fork on Linux (no __main__ guard needed, fast start);
+        # a parent busy with other threads can pass its own spawn-based pool as ``executor``
+        return ProcessPoolExecutor(n), True, n
+    if executor == "serial":
+        return InProcess(), False, 1
+    if hasattr(executor, "get_executor") and hasattr(executor, "ncores"):  # a dask.distributed Client
+        width = max(1, sum(executor.ncores().values()))
+        return executor.get_executor(pure=False), False, width
+    if isinstance(executor, Executor):
+        return executor, False, workers or getattr(executor, "_max_workers", None) or os.cpu_count() or 1
+    raise AlarmkitError(
+        f"executor must be None (a local process pool), 'serial', a concurrent.futures.Executor or a "
+        f"dask.distributed Client, got {executor!r}"
+    )
+
+
+def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress: bool, wave: int) -> list[RunResult]:
+    """Run ``specs`` on ``executor`` in chunks; results in no particular order."""
+    from tqdm.auto import tqdm
+
+    if not specs:
+        return []
+    size = max(1, min(64, math.ceil(len(specs) / (width * 4))))
+    jobs = [{"ctx": ctx, "specs": specs[i:i + size], "name": f"runs-{wave:02d}-{i // size:05d}"}
+            for i in range(0, len(specs), size)]
+    out: list[RunResult] = []
+    with tqdm(total=len(specs), desc=f"{ctx['scenario']} wave {wave}", unit="run", disable=not progress,
+              leave=False) as bar:
+        if isinstance(executor, InProcess):
+            for job in jobs:
+                out += run_chunk(job)
+                bar.update(len(job["specs"]))
+            return out
+        futures = {executor.submit(run_chunk, job): job for job in jobs}
+        for fut in as_completed(futures):
+            out += fut.result()
+            bar.update(len(futures[fut]["specs"]))
+    return out
