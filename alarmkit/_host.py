@@ -1,0 +1,217 @@
+"""One object identity: its durable ``Database`` (which outlives instances) and, while it is
+awake, its instance, ``ctx`` and tasks. Every suspension of one of its tasks is a commit point;
+a crash rolls back what had not committed and kills every task in the instance.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from ._kernel import Future, Task
+from ._object import DurableObject, DurableObjectState
+from ._storage import Database
+from .errors import ObjectCrashed
+from .faults import InjectedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._runtime import Namespace, Simulation
+
+__all__ = ["Host"]
+
+_UNSET = object()
+
+
+class Host:
+    """One object identity: durable storage plus, while awake, an instance."""
+
+    __slots__ = (
+        "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
+        "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
+        "__weakref__",
+    )
+
+    def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
+        self.sim = sim
+        self.namespace = namespace
+        self.name = name
+        self.label = name if parent is None else f"{parent.label}/{name}"
+        self._db: Database | None = None  # opened on first use: many objects never touch SQL
+        self.instance: DurableObject | None = None
+        self.ctx: DurableObjectState | None = None
+        self.tasks: dict[Task, None] = {}
+        self.gate: Future | None = None
+        self.idle_timer: list | None = None
+        self.last_active = 0
+        self.invocations = 0
+        self.staged: Any = _UNSET  # an uncommitted set_alarm (int) or delete_alarm (None)
+        self.constructing = False
+        self.alarm_backend = sim.scheduler
+        self.parent = parent
+        self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
+
+    def __repr__(self) -> str:
+        return f"<Host {self.label}>"
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database(self.sim.db_pool)
+        return self._db
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def ensure_live(self) -> DurableObject:
+        if self.instance is not None:
+            return self.instance
+        self.sim.log("construct", self, None, None, None, None)
+        self.ctx = self.sim.make_ctx(self)
+        self.constructing = True
+        try:
+            self.instance = self.namespace.cls(self.ctx, self.sim.env)
+        except Exception:
+            if self._db is not None:
+                self._db.rollback()
+            self.staged = _UNSET
+            self.ctx = None
+            raise
+        finally:
+            self.constructing = False
+        self.commit()
+        self._touch()
+        return self.instance
+
+    def check_alive(self) -> None:
+        if self.ctx is None:
+            raise ObjectCrashed(f"object {self.label} is no longer running (it crashed or was evicted)")
+
+    def drop(self, exc: BaseException) -> None:
+        """The instance goes away (crash, eviction, restart): uncommitted writes are lost."""
+        if self._db is not None:
+            self._db.rollback()
+        self.staged = _UNSET
+        self.instance = None
+        self.ctx = None
+        self.gate = None
+        self.sim.kernel.cancel(self.idle_timer)
+        self.idle_timer = None
+        tasks, self.tasks = self.tasks, {}
+        for task in tasks:
+            task.kill(exc)
+        for child in self.facets.values():  # facets live inside their parent's process
+            if child.instance is not None:
+                child.drop(exc)
+
+    def crash(self, reason: str) -> None:
+        self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
+        self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
+
+    def evict(self, reason: str = "idle") -> None:
+        if self.instance is None:
+            return
+        self.sim.log("evict", self, None, None, None, {"reason": reason, "busy": bool(self.tasks)})
+        self.drop(ObjectCrashed(f"object {self.label} was evicted ({reason})"))
+
+    def _touch(self) -> None:
+        # one pending idle timer per object, re-armed lazily: activity only moves last_active
+        if self.tasks or self.instance is None:
+            return
+        self.last_active = self.sim.kernel.now
+        if self.idle_timer is None:
+            self.idle_timer = self.sim.kernel.call_later(self.sim.profile.idle_evict_ms, self._idle)
+
+    def _idle(self) -> None:
+        self.idle_timer = None
+        if self.tasks or self.instance is None:
+            return  # busy: the end of the last task arms the timer again
+        due = self.last_active + self.sim.profile.idle_evict_ms
+        if self.sim.kernel.now >= due:
+            self.evict("idle")
+        else:
+            self.idle_timer = self.sim.kernel.call_at(due, self._idle)
+
+    # -- tasks and commits ----------------------------------------------------------------
+    def spawn(self, coro, name: str) -> Task:
+        task = self.sim.kernel.spawn(coro, name, self._on_suspend)
+        self.tasks[task] = None
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: Task) -> None:
+        if self.tasks.pop(task, _UNSET) is _UNSET:
+            return  # killed with its instance
+        self.commit()
+        self._touch()
+
+    def _on_suspend(self, task: Task) -> None:
+        if self.sim.faults.crash_at_suspend(self, task):
+            self.crash(f"injected at await {task.awaits} of {task.name}")
+        else:
+            self.commit()
+
+    def current_cause(self) -> str:
+        current = self.sim.kernel.current
+        if self.constructing or (current is not None and current.name == "constructor"):
+            return "constructor"
+        return "user"
+
+    def stage_alarm(self, at: int | None) -> None:
+        self.staged = (at, self.current_cause())
+
+    def visible_alarm(self) -> int | None:
+        self.check_alive()
+        if self.staged is not _UNSET:
+            return self.staged[0]
+        return self.alarm_backend.get(self)
+
+    def commit(self) -> None:
+        if self._db is not None:
+            self._db.commit()
+        if self.staged is _UNSET:
+            return
+        (at, cause), self.staged = self.staged, _UNSET
+        backend = self.alarm_backend
+        if at is None:
+            backend.delete(self, cause)
+            return
+        if cause == "constructor" and at <= self.sim.kernel.now and backend.get(self) is None:
+            backend.set(self, at, cause)  # a constructor that found overdue work and no alarm
+            self.sim.log("revive", self, at, None, None, {"cause": "constructor"})
+            return
+        backend.set(self, at, cause)
+
+    def block_concurrency_while(self, fn: Callable) -> Task:
+        name = "constructor" if self.constructing else "block_concurrency_while"
+        task = self.spawn(fn(), name)
+        self.gate = task
+
+        def reopen(t: Task) -> None:
+            if self.gate is t:
+                self.gate = None
+            if t.exception() is not None and not isinstance(t.exception(), ObjectCrashed) and self.instance is not None:
+                # workerd resets an object whose blockConcurrencyWhile callback throws
+                self.crash(f"block_concurrency_while failed: {t.exception()!r}")
+
+        task.add_done_callback(reopen)
+        return task
+
+    async def wait_gate(self) -> None:
+        while self.gate is not None:
+            gate = self.gate
+            try:
+                await gate
+            except Exception:
+                pass
+            self.check_alive()
+
+    # -- effects --------------------------------------------------------------------------
+    def effect(self, name: str, key: Any, detail: dict) -> Future:
+        self.check_alive()
+        faults = self.sim.faults
+        faults.before_effect(self, name, key)
+        self.sim.log("effect", self, None, None, None, {"name": name, "key": key, **detail})
+        after = faults.after_effect(self, name, key)
+        if after == "crash":
+            self.crash(f"injected right after effect {name}({key!r})")
+            raise ObjectCrashed(f"object {self.label} crashed after effect {name}")
+        if after == "throw":
+            raise InjectedError(f"injected: effect {name}({key!r}) failed after it ran")
+        return self.sim.kernel.checkpoint(None)
