@@ -215,6 +215,7 @@ class Simulation:
         task.add_done_callback(lambda t: self._alarm_done(host, scheduled, retry_count, t, done))
 
     def _alarm_done(self, host: Host, scheduled: int, retry_count: int, task: Task, done: Callable) -> None:
+        self._unwatch()
         err = task.exception()
         if err is None:
             self.log("handler_ok", host, scheduled, None, retry_count, {"next_ms": host.alarm_backend.get(host)})
@@ -229,12 +230,18 @@ class Simulation:
 
     def _watch(self, task: Task) -> None:
         """The handler wall-clock limit. Deadlines are now + a constant, so one FIFO suffices."""
-        limits = self._limits
-        while limits and limits[0][1].done():  # finished handlers leave at once, not 15 minutes later
-            limits.popleft()
-        limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
+        self._limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
         if self._watchdog is None:
             self._watchdog = self.kernel.call_at(self._limits[0][0], self._check_limits)
+
+    def _unwatch(self) -> None:
+        """Drop finished handlers from the front; with none left, no watchdog keeps the clock going."""
+        limits = self._limits
+        while limits and limits[0][1].done():
+            limits.popleft()
+        if not limits and self._watchdog is not None:
+            self.kernel.cancel(self._watchdog)
+            self._watchdog = None
 
     def _check_limits(self) -> None:
         self._watchdog = None

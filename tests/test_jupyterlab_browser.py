@@ -1,0 +1,224 @@
+"""A notebook in a real JupyterLab, in headless Chromium: run every cell, see the explorer widget
+and the plots render, move the time slider and change a control, and watch the timeline change.
+
+Bounded: every wait has a timeout, and the server is stopped by its PID in a ``finally`` block.
+Set ALARMKIT_SCREENSHOTS=<folder> to keep the screenshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "01_lease_ledger_tour.py"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no {CHROMIUM} (apt-get install chromium)"),
+]
+playwright_sync = pytest.importorskip("playwright.sync_api")
+jupytext = pytest.importorskip("jupytext")
+
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+# What a plotly figure draws: scatter markers are <path class="point">, lines <path class="js-line">.
+MARKS = ".scatterlayer path.point, .scatterlayer path.js-line"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_server(url: str, proc: subprocess.Popen, log: Path, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"jupyter lab did not answer {url} within {timeout_s} s:\n{log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the server (and the kernels it started: same process group) by its PID."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A JupyterLab server on 127.0.0.1 serving a temp folder that holds the notebook as .ipynb."""
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = jupytext.read(NOTEBOOK)
+    jupytext.write(nb, root / (NOTEBOOK.stem + ".ipynb"), fmt="ipynb")
+    settings = tmp_path / "settings" / "@jupyterlab"
+    for ext, name, values in (
+        # no "would you like news?" toast over the notebook
+        ("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+        # every cell in the DOM (JupyterLab 4 otherwise renders only the cells in view)
+        ("notebook-extension", "tracker", {"windowingMode": "none"}),
+    ):
+        (settings / ext).mkdir(parents=True)
+        (settings / ext / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+        "ALARMKIT_CI": "1",
+        "ALARMKIT_OUT": str(tmp_path / "out"),
+    }
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = tmp_path / "jupyter.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
+        yield {"url": f"http://127.0.0.1:{port}", "token": token, "root": root, "log": log,
+               "notebook": NOTEBOOK.stem + ".ipynb"}
+    finally:
+        _stop(proc)
+
+
+def _marks(plot) -> int:
+    return plot.locator(MARKS).count()
+
+
+def _legend(plot) -> list[str]:
+    """The legend entries (SVG text, so textContent rather than innerText)."""
+    return plot.evaluate("e => Array.from(e.querySelectorAll('.legendtext')).map(t => t.textContent)")
+
+
+def _wait_until(fn, timeout_s: float, what: str, page=None):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        if page is not None:
+            page.wait_for_timeout(250)
+        else:
+            time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
+
+
+def test_notebook_runs_in_jupyterlab_and_the_explorer_responds(lab, tmp_path):
+    shots = Path(os.environ.get("ALARMKIT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    with playwright_sync.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            try:
+                _drive(page, lab, shots)
+            except BaseException:
+                page.screenshot(path=str(shots / "failure.png"))
+                raise
+        finally:
+            browser.close()
+
+
+def _drive(page, lab: dict, shots: Path) -> None:
+    page.goto(f"{lab['url']}/lab/tree/{lab['notebook']}?token={lab['token']}", timeout=90_000)
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+    status_bar = page.locator("#jp-main-statusbar")
+
+    def kernel_idle() -> bool:  # the status bar reads "Python 3 (ipykernel) | Idle" once it is up
+        return "(ipykernel) | Idle" in status_bar.inner_text()
+
+    _wait_until(kernel_idle, 90, "the kernel to start", page)
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    n_code = _wait_until(lambda: cells.count() > 20 and cells.count(), 30, "every cell in the page", page)
+    page.screenshot(path=str(shots / "lab-opened.png"))
+
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+    prompts = page.locator(".jp-NotebookPanel .jp-CodeCell .jp-InputPrompt")
+    _wait_until(lambda: prompts.first.inner_text().strip() not in ("[ ]:", ""), 30, "Run All to start", page)
+
+    def finished() -> bool:
+        texts = [p.strip() for p in prompts.all_inner_texts()]
+        return len(texts) == n_code and all(p not in ("[ ]:", "[*]:", "") for p in texts) and kernel_idle()
+
+    _wait_until(finished, 240, "every cell to run", page)
+    page.screenshot(path=str(shots / "lab-after-run-all.png"))
+
+    errors = page.locator(".jp-NotebookPanel .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+    assert not tracebacks, tracebacks[0][:2000]
+
+    # the static figures (plotly's JupyterLab renderer) drew marks
+    static = page.locator(".jp-NotebookPanel .jp-OutputArea-output.jp-RenderedPlotly")
+    _wait_until(lambda: static.count() == 4, 60, "the notebook's four plotly figures", page)
+    assert _marks(static.first) > 5
+
+    # the explorer: controls, a slider, and its FigureWidget, all rendered by the widget manager
+    explorer = page.locator(".jp-NotebookPanel .widget-vbox").last
+    explorer.scroll_into_view_if_needed()
+    plot = explorer.locator(".js-plotly-plot")
+    _wait_until(lambda: plot.count() == 1 and _marks(plot) > 0, 60, "the explorer's FigureWidget", page)
+    assert explorer.locator(".widget-slider").count() == 1
+    assert explorer.locator("button", has_text="Export HTML").count() == 1
+    before = _marks(plot)
+    explorer.screenshot(path=str(shots / "explorer-full-run.png"))
+
+    # move the virtual-time slider back to 400 ms: only the first fire has happened by then
+    readout = explorer.locator(".widget-slider .widget-readout")
+    readout.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("400")
+    page.keyboard.press("Enter")
+    early = _wait_until(lambda: (n := _marks(plot)) < before and n, 30, "the timeline to shrink", page)
+    explorer.screenshot(path=str(shots / "explorer-at-400ms.png"))
+    assert 0 < early < before
+
+    # change a control: revoke throws once -> the first attempt fails after its effect, the retry
+    # runs it again: a retry backoff arrow and a duplicate-effect mark appear
+    field = explorer.locator(".widget-inline-hbox", has_text="revoke throws").locator("input")
+    field.fill("1")
+    field.press("Enter")
+    _wait_until(lambda: "duplicate effect" in _legend(plot), 60, "a duplicate effect in the timeline", page)
+    explorer.screenshot(path=str(shots / "explorer-revoke-throws.png"))
+    assert "retry backoff" in _legend(plot)
+    assert _marks(plot) != before
+    status = explorer.locator(".widget-html").first.inner_text()
+    assert "2 alarm() attempts" in status and "'lease-0': 2" in status, status
