@@ -3,6 +3,7 @@
 from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._runtime import Simulation, Stub
+from ._facets import ActorBroken, AlarmProxyParent, FacetBroken, FacetsUnavailable, facet_alarm_state
 from .errors import AlarmkitError, HandlerTimeout, InternalError, JournalLocked, ObjectCrashed, ScenarioError
 from .faults import FaultPlan, FaultPlanError, Faults, InjectedError, UncountedFailure
 from .invariants import Obligation, Report, Violation, check, check_run
@@ -21,4 +22,5 @@ __all__ = [
     "get_profile", "list_scenarios", "run_scenario", "scenario",
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore",
+    "ActorBroken", "AlarmProxyParent", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
 ]

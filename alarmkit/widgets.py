@@ -58,12 +58,13 @@ class Explorer(W.VBox):
     events and an export button. ``explorer.result`` is the latest ``run_scenario`` result."""
 
     def __init__(self, scenario: str = "lease-lab", *, journal: Journal | None = None, seed: int = 0,
-                 profile: str | None = None, **params: Any) -> None:
+                 profile: str | None = None, faults: Any = None, **params: Any) -> None:
         self.scenario = get_scenario(scenario)
         unknown = sorted(set(params) - set(self.scenario.params))
         if unknown:
             raise AlarmkitError(f"scenario {scenario!r} has no parameter(s) {unknown}; it takes {sorted(self.scenario.params)}")
         self.journal = journal or Journal()
+        self.faults = faults  # e.g. a counterexample's FaultPlan, applied to every run
         self.controls = {n: _control(n, params.get(n, d)) for n, d in self.scenario.params.items()}
         style = {"description_width": "150px"}
         self.profile = W.Dropdown(options=sorted(PROFILES), value=profile or self.scenario.profile,
@@ -100,7 +101,7 @@ class Explorer(W.VBox):
             result = run_scenario(
                 self.scenario.name, seed=self.seed.value, journal=self.journal,
                 profile=PROFILES[self.profile.value].replace(fire_latency=Latency.fixed(max(0, self.latency.value))),
-                **self.params(),
+                faults=self.faults, **self.params(),
             )
         except AlarmkitError as err:
             self.status.value = f"<b>not run:</b> {html.escape(str(err))}"

@@ -66,3 +66,14 @@ def test_export_button_writes_a_self_contained_report(tmp_path):
 def test_unknown_parameter_names_the_ones_there_are():
     with pytest.raises(AlarmkitError, match=r"has no parameter\(s\) \['ttl'\]"):
         Explorer("lease-lab", ttl=5)
+
+
+def test_a_fault_plan_applies_to_every_run():
+    from alarmkit import FaultPlan
+
+    plan = FaultPlan.from_dict({"handler_throws": [1]})
+    e = Explorer("lease-lab", leases=1, faults=plan)
+    assert [a["retry_count"] for a in e.result["attempts"]] == [0, 1]
+    e.controls["ttl_ms"].value = 500
+    assert [a["retry_count"] for a in e.result["attempts"]] == [0, 1]
+    assert e.result["attempts"][0]["t_ms"] == 502
