@@ -51,7 +51,10 @@ class WorkerdScheduler:
         """What ``get_alarm()`` returns: the object's stored alarm (actor-sqlite reads its own
         metadata, not the scheduler), hidden while ``alarm()`` runs unless set since it started."""
         entry = self.entries.get(host)
-        if entry is not None and entry.status == STARTED:
+        # Observed on workerd 2026-11-17 (calibration probe wake_evicted): when an alarm wakes an
+        # evicted object, its constructor runs before alarm() and its getAlarm() "shows the stored
+        # time"; only alarm() itself sees null. So the constructor reads the row, not the hiding.
+        if entry is not None and entry.status == STARTED and host.current_cause() != "constructor":
             return entry.queued if entry.rearmed else None
         return self.rows.get(host)
 

@@ -143,6 +143,9 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "workerd": Profile(name="workerd", version="1.20261117.1"),
     "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
+    # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
+    # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s
+    "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, version="1.20261117.1"),
 }
 
 

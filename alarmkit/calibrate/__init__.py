@@ -1,0 +1,39 @@
+"""Calibration against the real runtime (``alarmkit calibrate``).
+
+The seed-003 lease ledger and the behaviour probes run on a real ``workerd`` (the JavaScript twin
+in ``twin/``, driven by ``workerd.py`` and ``probes.py``) and, unchanged, on the simulator
+(``simtwin.py`` transcribes the twin, ``simbackend.SimWorkerd`` serves it). ``compare.calibrate()``
+runs both, imports the real events into the journal (``importer.py``), judges every probe
+(``checks.py``) and reports (``report.py``). ``reference()`` (``recorded.py``) loads the committed real run under
+``data/``; ``recheck(reference())`` compares today's simulator with it without Node;
+``overlay_figure(probe)`` draws one probe's real and simulated timelines on one axis.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> submodule; imported on first use, so that `alarmkit --help` does not load the twins
+_WHERE = {
+    "Bands": "checks", "Check": "checks", "Verdict": "checks", "compare_results": "checks",
+    "Calibration": "compare", "calibrate": "compare", "probe_names": "compare", "recheck": "compare",
+    "run_real": "compare", "run_sim": "compare",
+    "reference": "recorded", "reference_path": "recorded", "write_reference": "recorded",
+    "SimWorkerd": "simbackend",
+    "WorkerdError": "workerd", "find_workerd": "workerd", "install_workerd": "workerd",
+    "overlay_figure": "report", "text_table": "report", "write_html": "report", "band_figure": "report",
+    "details_figure": "report", "overlay_events": "report",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = globals()[name] = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        return value
+    raise AttributeError(f"module 'alarmkit.calibrate' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -1,7 +1,9 @@
 """Behaviour probes and the seed-003 lab scenarios, run on a real workerd.
 
-Every probe takes a running :class:`~alarmkit.calibrate.workerd.WorkerdProcess` and returns a plain
-dict (JSON-serialisable). Times are milliseconds relative to the probe's anchor ``t0_ms`` (an
+Every probe takes a running backend and returns a plain dict (JSON-serialisable). The backend is a
+real :class:`~alarmkit.calibrate.workerd.WorkerdProcess` or its simulated double
+:class:`~alarmkit.calibrate.simbackend.SimWorkerd`: probes wait with ``wd.sleep``/``wd.monotonic``/``wd.time``
+and name objects with ``wd.new_name``, so the same probe code runs on both clocks. Times are milliseconds relative to the probe's anchor ``t0_ms`` (an
 epoch-ms value from workerd's own ``Date.now()``, named in each dict). Event lists are journal rows::
 
     {"t": int, "kind": str, "scheduled": int|None (relative to t0), "retry_count": int|None,
@@ -18,18 +20,19 @@ import json
 import statistics
 import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .workerd import WorkerdError, WorkerdProcess, find_workerd, workerd_version
+from .workerd import WorkerdProcess, find_workerd, workerd_version
 
-POLL_S = 0.05
+# 10 polls a second per probe: four probes polling at 20 Hz on 2 cores made workerd itself late
+POLL_S = 0.1
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+def _name(wd: WorkerdProcess, prefix: str) -> str:
+    """A fresh object name: ``prefix-<10 hex>`` (the backend may make it deterministic)."""
+    return wd.new_name(prefix)
 
 
 def rel_events(events: list[dict], t0: int) -> list[dict]:
@@ -51,14 +54,14 @@ def rel_events(events: list[dict], t0: int) -> list[dict]:
 def wait_events(wd: WorkerdProcess, obj: str, pred: Callable[[list[dict]], bool], timeout: float,
                 cls: Optional[str] = None, interval: float = POLL_S) -> tuple[list[dict], bool]:
     """Poll ``/events`` until ``pred(events)`` or ``timeout`` seconds; returns (events, satisfied)."""
-    deadline = time.monotonic() + timeout
+    deadline = wd.monotonic() + timeout
     while True:
         ev = wd.events(obj, cls)
         if pred(ev):
             return ev, True
-        if time.monotonic() >= deadline:
+        if wd.monotonic() >= deadline:
             return ev, False
-        time.sleep(interval)
+        wd.sleep(interval)
 
 
 def _count(kind: str, n: int) -> Callable[[list[dict]], bool]:
@@ -98,11 +101,11 @@ def _rel(v: Optional[int], t0: int) -> Optional[int]:
 
 def scenario_normal(wd: WorkerdProcess, obj: Optional[str] = None, timeout: float = 10.0) -> dict:
     """Leases of 300 ms and 1500 ms: two fires ~1.2 s apart, table empty, getAlarm null."""
-    obj = obj or _name("ledger-normal")
+    obj = obj or _name(wd, "ledger-normal")
     g1 = wd.grant(obj, "a", 300)
     g2 = wd.grant(obj, "b", 1500)
     ev, ok = wait_events(wd, obj, lambda ev: len(_kinds(ev, "alarm_end")) >= 2, timeout)
-    time.sleep(0.3)  # would catch a spurious third fire only if it were immediate
+    wd.sleep(0.3)  # would catch a spurious third fire only if it were immediate
     ev = wd.events(obj)
     t0 = _kinds(ev, "grant")[0]["t_ms"]
     rel = rel_events(ev, t0)
@@ -123,7 +126,7 @@ def scenario_normal(wd: WorkerdProcess, obj: Optional[str] = None, timeout: floa
 
 def scenario_crash_after_effect(wd: WorkerdProcess, obj: Optional[str] = None, timeout: float = 12.0) -> dict:
     """revoke throws once after counting: retry ~2 s later with retryCount 1, effect count 2."""
-    obj = obj or _name("ledger-crash")
+    obj = obj or _name(wd, "ledger-crash")
     wd.lab(obj, revoke_throws=1)
     g = wd.grant(obj, "a", 300)
     ev, ok = wait_events(wd, obj, _count("alarm_end", 1), timeout)
@@ -150,7 +153,7 @@ def scenario_crash_after_effect(wd: WorkerdProcess, obj: Optional[str] = None, t
 def scenario_moves_only_earlier(wd: WorkerdProcess, obj: Optional[str] = None, timeout: float = 10.0) -> dict:
     """Grant 5 s, then 60 s (alarm stays), then 1 s (alarm moves earlier); after the 1 s lease
     fires the alarm is re-armed at the 5 s lease."""
-    obj = obj or _name("ledger-earlier")
+    obj = obj or _name(wd, "ledger-earlier")
     g5 = wd.grant(obj, "five", 5000)
     g60 = wd.grant(obj, "sixty", 60000)
     g1 = wd.grant(obj, "one", 1000)
@@ -173,16 +176,20 @@ def scenario_moves_only_earlier(wd: WorkerdProcess, obj: Optional[str] = None, t
 
 
 def scenario_exhaustion(wd: WorkerdProcess, obj: Optional[str] = None, quiet_s: float = 30.0,
-                        timeout: float = 260.0, noboot: bool = True) -> dict:
+                        timeout: float = 260.0, noboot: bool = True, poll_s: float = 12.0) -> dict:
     """Handler always throws: 7 attempts (+0, ~2, ~6, ~14, ~30, ~62, ~126 s plus jitter), then the
-    alarm is gone (getAlarm null) while the lease stays, overdue. LONG (~2.5 min + quiet_s)."""
-    obj = obj or _name("ledger-exhaust")
+    alarm is gone (getAlarm null) while the lease stays, overdue. LONG (~2.5 min + quiet_s).
+
+    The journal is polled only every ``poll_s`` seconds so that the object can be evicted between
+    retries (workerd evicts idle objects after ~10 s); ``constructs`` counts how often it was rebuilt
+    (with ``noboot`` on, those constructors do not re-arm)."""
+    obj = obj or _name(wd, "ledger-exhaust")
     wd.lab(obj, always_throw=True, noboot=noboot)
     g = wd.grant(obj, "a", 300)
-    ev, ok = wait_events(wd, obj, _count("alarm_start", 7), timeout, interval=0.5)
-    t_last = time.monotonic()
+    ev, ok = wait_events(wd, obj, _count("alarm_start", 7), timeout, interval=poll_s)
+    t_last = wd.monotonic()
     # quiet period: nothing more should run (poll /events only: with noboot the constructor is inert)
-    ev, extra = wait_events(wd, obj, _count("alarm_start", 8), quiet_s, interval=1.0)
+    ev, extra = wait_events(wd, obj, _count("alarm_start", 8), quiet_s, interval=min(poll_s, 5.0))
     ev = wd.events(obj)
     st = wd.state(obj)
     t0 = _kinds(ev, "grant")[0]["t_ms"]
@@ -201,10 +208,11 @@ def scenario_exhaustion(wd: WorkerdProcess, obj: Optional[str] = None, quiet_s: 
         "scheduled_seen": sorted({a["scheduled"] for a in att if a["scheduled"] is not None}),
         "quiet_period_s": quiet_s,
         "attempts_after_exhaustion": max(0, len(att) - 7),
-        "quiet_checked_s_after_last": round(time.monotonic() - t_last, 1),
+        "quiet_checked_s_after_last": round(wd.monotonic() - t_last, 1),
         "alarm_after": st["alarm"],
         "leases_after": [{"id": l["id"], "overdue_ms": st["now"] - l["expire_at"]} for l in st["leases"]],
         "constructs": len(_kinds(rel, "construct")),
+        "constructs_t_s": [round(e["t"] / 1000.0, 3) for e in _kinds(rel, "construct")],
         "events": rel,
     }
 
@@ -220,26 +228,28 @@ def scenario_revival(wd: WorkerdProcess, obj: Optional[str] = None, after_exhaus
     none is stored), make one request, and see the alarm fire and the lease go.
     ``after_exhaustion=False`` (quick): the lost alarm is simulated with deleteAlarm() instead.
     """
+    ran_exhaustion = False
     if after_exhaustion:
         if exhaustion is None:
             exhaustion = scenario_exhaustion(wd, obj, quiet_s=quiet_s)
+            ran_exhaustion = True
         obj = exhaustion["obj"]
     else:
-        obj = obj or _name("ledger-revive")
+        obj = obj or _name(wd, "ledger-revive")
         wd.lab(obj, noboot=True)
         wd.grant(obj, "a", 300)
         wd.get("/drop_alarm", {"obj": obj})
-        time.sleep(0.6)  # the lease is now overdue and no alarm is set
+        wd.sleep(0.6)  # the lease is now overdue and no alarm is set
     before = wd.state(obj)
     lab = wd.lab(obj, always_throw=False, noboot=False)
     n_before = len(wd.events(obj))
-    t_stop = time.time()
+    t_stop = wd.time()
     wd.restart()
-    t_up = time.time()
-    time.sleep(quiet_before_request_s)
+    t_up = wd.time()
+    wd.sleep(quiet_before_request_s)
     # no request reached the object since the restart; the journal read below is the first one
     # and does construct it, so read it only after the quiet period.
-    t_req = time.time()
+    t_req = wd.time()
     first = wd.state(obj)  # the one request
     ev, ok = wait_events(wd, obj, lambda ev: len(_kinds(ev[n_before:], "alarm_end")) >= 1, timeout)
     st = wd.state(obj)
@@ -255,14 +265,47 @@ def scenario_revival(wd: WorkerdProcess, obj: Optional[str] = None, after_exhaus
                            "lab": before["lab"]},
         "lab_after_clear": lab,
         "restart_s": round(t_up - t_stop, 3),
+        "restart_at": int(t_stop * 1000) - t0,
         "alarm_seen_by_first_request": _rel(first["alarm"], t0),
+        "constructor_rearmed": [e["scheduled"] for e in _kinds(rel, "set_alarm") if e["detail"].get("src") == "construct"],
         "attempts": att,
         "fire_after_request_ms": att[0]["t"] if att else None,
         "attempts_before_request": [a for a in att if a["t"] < 0],
         "leases_after": st["leases"], "alarm_after": st["alarm"],
         "revoke_calls": st["lab"].get("revoke_calls", 0),
         "events": rel,
-        "exhaustion": exhaustion,
+        # the exhaustion dict when this call ran it; a reference when it was handed in
+        "exhaustion": exhaustion if ran_exhaustion else ({"obj": obj, "see": "exhaustion"} if after_exhaustion else None),
+    }
+
+
+def scenario_wake_evicted(wd: WorkerdProcess, obj: Optional[str] = None, ttl_ms: int = 15000,
+                          timeout: float = 25.0) -> dict:
+    """A lease far enough out that the idle object is evicted (~10 s) before its alarm: does the
+    alarm rebuild it, does the constructor run before alarm(), and what does the constructor's
+    getAlarm() see? No request is made until the alarm should have run."""
+    obj = obj or _name(wd, "ledger-wake")
+    g = wd.grant(obj, "a", ttl_ms)
+    wd.sleep(ttl_ms / 1000.0 + 1.0)
+    ev, ok = wait_events(wd, obj, _count("alarm_end", 1), timeout - ttl_ms / 1000.0, interval=0.2)
+    t0 = _kinds(ev, "grant")[0]["t_ms"]
+    rel = rel_events(ev, t0)
+    att = _attempts(rel)
+    constructs = _kinds(rel, "construct")
+    woke = [c for c in constructs if c["t"] > 0]
+    ctor_view = [e["detail"] for e in rel if e["kind"] in ("ensure", "set_alarm") and e["detail"].get("src") == "construct"
+                 and e["t"] > 0]
+    first_start = att[0]["t"] if att else None
+    return {
+        "probe": "wake_evicted", "obj": obj, "t0_ms": t0, "completed": ok,
+        "expire_at": _rel(g["expire_at"], t0),
+        "constructs_t": [c["t"] for c in constructs],
+        "rebuilt_before_alarm": bool(woke and first_start is not None and woke[0]["t"] <= first_start),
+        "constructor_ensure": [{k: (_rel(v, t0) if k in ("next", "current", "requested", "previous", "after")
+                                    and isinstance(v, int) else v) for k, v in d.items()} for d in ctor_view],
+        "attempts": att,
+        "lateness_ms": [a["t"] - a["scheduled"] for a in att if a["scheduled"] is not None],
+        "events": rel,
     }
 
 
@@ -288,7 +331,7 @@ def _anchor(ev: list[dict], kind: str = "set_alarm") -> int:
 def probe_getalarm(wd: WorkerdProcess, delay_ms: int = 300) -> dict:
     """getAlarm() at handler start, after a setAlarm inside it, after deleteAlarm inside it; and
     getAlarm from outside before the fire and after the handler."""
-    obj = _name("probe-getalarm")
+    obj = _name(wd, "probe-getalarm")
     wd.probe("config", obj, mode="getalarm")
     armed = wd.probe("arm", obj, rel=delay_ms)
     ev, ok = _pwait(wd, obj, _count("alarm_end", 1), 10)
@@ -314,17 +357,19 @@ def probe_getalarm(wd: WorkerdProcess, delay_ms: int = 300) -> dict:
 
 def probe_bad_values(wd: WorkerdProcess) -> dict:
     """setAlarm(0), negative, NaN, new Date(0): exact error texts."""
-    obj = _name("probe-bad")
+    obj = _name(wd, "probe-bad")
     r = wd.probe("bad_values", obj)
-    return {"probe": "bad_values", "obj": obj, "results": r["results"]}
+    t0 = r["now"]
+    return {"probe": "bad_values", "obj": obj, "t0_ms": t0, "results": r["results"],
+            "events": rel_events(_pev(wd, obj), t0)}
 
 
 def probe_past(wd: WorkerdProcess, ago_ms: int = 5000) -> dict:
     """setAlarm(now - ago): what getAlarm shows, when it fires, and scheduledTime."""
-    obj = _name("probe-past")
+    obj = _name(wd, "probe-past")
     r = wd.probe("past", obj, ago=ago_ms)
     ev, ok = _pwait(wd, obj, _count("alarm_end", 1), 5)
-    time.sleep(0.3)
+    wd.sleep(0.3)
     ev = _pev(wd, obj)
     t0 = r["now"]
     rel = rel_events(ev, t0)
@@ -332,7 +377,7 @@ def probe_past(wd: WorkerdProcess, ago_ms: int = 5000) -> dict:
     return {
         "probe": "past", "obj": obj, "t0_ms": t0, "t0_is": "Date.now() in the call that set the alarm",
         "completed": ok, "requested": _rel(r["requested"], t0), "get_alarm_after_set": _rel(r["after"], t0),
-        "error": r["error"], "attempts": att, "fires": len(att),
+        "set_error": r["error"], "attempts": att, "fires": len(att),
         "fire_t": att[0]["t"] if att else None,
         "scheduled_time_in_info": att[0]["scheduled"] if att else None,
         "events": rel,
@@ -341,10 +386,10 @@ def probe_past(wd: WorkerdProcess, ago_ms: int = 5000) -> dict:
 
 def probe_twice(wd: WorkerdProcess, first_ms: int = 400, second_ms: int = 900, await_between: bool = True) -> dict:
     """Two setAlarm calls in a row: which one wins, how many fires."""
-    obj = _name("probe-twice")
+    obj = _name(wd, "probe-twice")
     r = wd.probe("twice", obj, first=first_ms, second=second_ms, await_between=await_between)
     horizon = max(first_ms, second_ms) / 1000.0 + 1.5
-    time.sleep(horizon)
+    wd.sleep(horizon)
     ev = _pev(wd, obj)
     t0 = r["now"]
     rel = rel_events(ev, t0)
@@ -360,10 +405,10 @@ def probe_twice(wd: WorkerdProcess, first_ms: int = 400, second_ms: int = 900, a
 
 def probe_delete_throw(wd: WorkerdProcess, observe_s: float = 6.0) -> dict:
     """Handler calls deleteAlarm() then throws (once): is there a retry?"""
-    obj = _name("probe-delthrow")
+    obj = _name(wd, "probe-delthrow")
     wd.probe("config", obj, mode="delete_throw", throws_left=1)
     wd.probe("arm", obj, rel=100)
-    time.sleep(observe_s)
+    wd.sleep(observe_s)
     ev = _pev(wd, obj)
     after = wd.probe("get", obj)
     t0 = _anchor(ev)
@@ -381,11 +426,11 @@ def probe_delete_throw(wd: WorkerdProcess, observe_s: float = 6.0) -> dict:
 
 def probe_set_throw(wd: WorkerdProcess, delay_ms: int = 1000, observe_s: Optional[float] = None) -> dict:
     """Handler calls setAlarm(now+delay) then throws (once): does the new alarm replace the retry?"""
-    obj = _name("probe-setthrow")
+    obj = _name(wd, "probe-setthrow")
     wd.probe("config", obj, mode="set_throw", throws_left=1, delay=delay_ms)
     wd.probe("arm", obj, rel=100)
     observe_s = observe_s if observe_s is not None else delay_ms / 1000.0 + 4.0
-    time.sleep(observe_s)
+    wd.sleep(observe_s)
     ev = _pev(wd, obj)
     after = wd.probe("get", obj)
     t0 = _anchor(ev)
@@ -424,7 +469,7 @@ def probe_overlap(wd: WorkerdProcess, variant: str = "inside", sleep_ms: int = 3
     ``inside``: the handler sets an alarm at now+second_ms, then awaits sleep_ms.
     ``outside``: the alarm is set again from outside (now+second_ms) while the handler sleeps.
     """
-    obj = _name(f"probe-overlap-{variant}")
+    obj = _name(wd, f"probe-overlap-{variant}")
     if variant == "inside":
         wd.probe("config", obj, mode="sleep", sleep_ms=sleep_ms, inner_ms=second_ms)
         wd.probe("arm", obj, rel=100)
@@ -434,7 +479,7 @@ def probe_overlap(wd: WorkerdProcess, variant: str = "inside", sleep_ms: int = 3
     else:
         raise ValueError(variant)
     ev, ok = _pwait(wd, obj, _count("alarm_end", 2), 10)
-    time.sleep(0.3)
+    wd.sleep(0.3)
     ev = _pev(wd, obj)
     t0 = _anchor(ev)
     rel = rel_events(ev, t0)
@@ -461,14 +506,14 @@ def probe_lateness(wd: WorkerdProcess, delays_ms: tuple[int, ...] = (50, 100, 20
     """setAlarm(now+X) on one object per X; lateness = Date.now() at handler start - requested."""
     objs = []
     for d in delays_ms:
-        obj = _name(f"probe-late{d}")
+        obj = _name(wd, f"probe-late{d}")
         r = wd.probe("arm", obj, rel=d)
         objs.append((d, obj, r))
-    deadline = time.monotonic() + max(delays_ms) / 1000.0 + 5.0
+    deadline = wd.monotonic() + max(delays_ms) / 1000.0 + 5.0
     samples = []
     pending = list(objs)
-    while pending and time.monotonic() < deadline:
-        time.sleep(0.2)
+    while pending and wd.monotonic() < deadline:
+        wd.sleep(0.2)
         still = []
         for d, obj, r in pending:
             ev = _pev(wd, obj)
@@ -489,8 +534,14 @@ def probe_lateness(wd: WorkerdProcess, delays_ms: tuple[int, ...] = (50, 100, 20
         stats = {"n": len(lat), "min": srt[0], "median": statistics.median(srt), "mean": round(statistics.fmean(srt), 2),
                  "max": srt[-1], "p90": srt[min(len(srt) - 1, int(0.9 * len(srt)))],
                  "early": sum(1 for x in lat if x < 0)}
-    return {"probe": "lateness", "samples": sorted(samples, key=lambda s: s["delay_ms"]),
-            "missing": [d for d, _, _ in pending], "stats": stats}
+    t0 = min(r["requested"] - d for d, _, r in objs)
+    events = []
+    for d, obj, r in objs:  # every object's journal, each row tagged with its object
+        events.extend({**e, "obj": obj} for e in rel_events(_pev(wd, obj), t0))
+    return {"probe": "lateness", "t0_ms": t0, "t0_is": "Date.now() at the first setAlarm",
+            "samples": sorted(samples, key=lambda s: s["delay_ms"]),
+            "missing": [d for d, _, _ in pending], "stats": stats,
+            "events": sorted(events, key=lambda e: e["t"])}
 
 
 def probe_outside_during_retry(wd: WorkerdProcess, variant: str = "earlier", earlier_ms: int = 500,
@@ -499,11 +550,11 @@ def probe_outside_during_retry(wd: WorkerdProcess, variant: str = "earlier", ear
     """The handler throws once (a retry is due ~2 s later); while that retry is pending, from
     outside: ``earlier`` setAlarm(now+earlier_ms), ``later`` setAlarm(now+later_ms), or ``delete``
     deleteAlarm(). Which runs happen, with which retryCount?"""
-    obj = _name(f"probe-outretry-{variant}")
+    obj = _name(wd, f"probe-outretry-{variant}")
     wd.probe("config", obj, mode="throw", throws_left=1)
     wd.probe("arm", obj, rel=100)
     ev, ok = _pwait(wd, obj, _count("throw", 1), 5)
-    time.sleep(wait_after_throw_ms / 1000.0)
+    wd.sleep(wait_after_throw_ms / 1000.0)
     before = wd.probe("get", obj)
     if variant == "earlier":
         op = wd.probe("arm", obj, rel=earlier_ms, src="outside_during_retry")
@@ -515,7 +566,7 @@ def probe_outside_during_retry(wd: WorkerdProcess, variant: str = "earlier", ear
         raise ValueError(variant)
     if observe_s is None:
         observe_s = (later_ms / 1000.0 + 3.0) if variant == "later" else 5.0
-    time.sleep(observe_s)
+    wd.sleep(observe_s)
     ev = _pev(wd, obj)
     after = wd.probe("get", obj)
     throws = _kinds(ev, "throw")
@@ -539,7 +590,7 @@ def probe_outside_during_retry(wd: WorkerdProcess, variant: str = "earlier", ear
 
 def probe_facet(wd: WorkerdProcess) -> dict:
     """setAlarm inside a facet (ctx.facets), if this workerd has facets."""
-    obj = _name("probe-facet")
+    obj = _name(wd, "probe-facet")
     r = wd.probe("facet", obj)
     out = {"probe": "facet", "obj": obj, **r}
     if r.get("has_facets"):
@@ -548,6 +599,9 @@ def probe_facet(wd: WorkerdProcess) -> dict:
             fe.get("ok") and any(e["kind"] == "alarm_start" for e in fe.get("value", [])))
         out["summary"] = {k: (v.get("ok"), (v.get("error") or {}).get("text")) for k, v in r.items()
                           if isinstance(v, dict) and "ok" in v}
+    ev = _pev(wd, obj)
+    out["t0_ms"] = ev[0]["t_ms"] if ev else None
+    out["events"] = rel_events(ev, out["t0_ms"]) if ev else []
     return out
 
 
@@ -558,21 +612,23 @@ def probe_restart_pending(wd: WorkerdProcess, variant: str = "past_due", delay_m
     ``past_due``: the alarm falls due while workerd is down; ``future``: it falls due after the restart.
     The journal is read only once, ``observe_s`` after the restart (that read constructs the object).
     """
-    obj = _name(f"probe-restart-{variant}")
+    obj = _name(wd, f"probe-restart-{variant}")
     if variant == "past_due":
         r = wd.probe("arm", obj, rel=delay_ms)
+        t_stop = wd.time()
         wd.stop()
-        time.sleep(downtime_s)
+        wd.sleep(downtime_s)
     elif variant == "future":
         r = wd.probe("arm", obj, rel=delay_ms + int(downtime_s * 1000) + 1500)
+        t_stop = wd.time()
         wd.stop()
-        time.sleep(downtime_s)
+        wd.sleep(downtime_s)
     else:
         raise ValueError(variant)
-    t_up0 = time.time()
+    t_up0 = wd.time()
     wd.start()
-    t_up = time.time()
-    time.sleep(observe_s)
+    t_up = wd.time()
+    wd.sleep(observe_s)
     ev = _pev(wd, obj)
     t0 = r["requested"]
     rel = rel_events(ev, t0)
@@ -580,6 +636,7 @@ def probe_restart_pending(wd: WorkerdProcess, variant: str = "past_due", delay_m
     return {
         "probe": "restart_pending", "variant": variant, "obj": obj,
         "t0_ms": t0, "t0_is": "the requested alarm time",
+        "restart_at": int(t_stop * 1000) - t0,
         "restart_began": int(t_up0 * 1000) - t0, "restart_done": int(t_up * 1000) - t0,
         "attempts": att, "fires": len(att),
         "fire_minus_scheduled_ms": [a["t"] for a in att],
@@ -607,6 +664,7 @@ PROBES: dict[str, ProbeSpec] = {
     "exhaustion": ProbeSpec(scenario_exhaustion, {}, long=True),
     "revival_quick": ProbeSpec(scenario_revival, {"after_exhaustion": False}, restarts=True),
     "revival": ProbeSpec(scenario_revival, {"after_exhaustion": True}, long=True, restarts=True),
+    "wake_evicted": ProbeSpec(scenario_wake_evicted, {}),
     "getalarm": ProbeSpec(probe_getalarm, {}),
     "bad_values": ProbeSpec(probe_bad_values, {}),
     "past": ProbeSpec(probe_past, {}),
@@ -666,7 +724,7 @@ def run_probes(wd: WorkerdProcess, names: Optional[list[str]] = None, include_lo
         if n == "revival" and "exhaustion" in results and "error" not in results["exhaustion"]:
             started = time.monotonic()
             try:
-                r = scenario_revival(wd, after_exhaustion=True, exhaustion=results.pop("exhaustion"))
+                r = scenario_revival(wd, after_exhaustion=True, exhaustion=results["exhaustion"])
             except Exception as e:
                 r = {"probe": n, "error": f"{type(e).__name__}: {e}"}
             r.update(name=n, long=True, wall_s=round(time.monotonic() - started, 2))

@@ -16,11 +16,14 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
+
+from ..errors import AlarmkitError
 
 DEFAULT_VERSION = "1.20261117.1"
 # Newest compatibility date accepted by workerd 1.20261117.1 is 2026-11-24; the date of the
@@ -32,7 +35,7 @@ ENV_BINARY = "ALARMKIT_WORKERD"
 ENV_CACHE = "ALARMKIT_WORKERD_CACHE"
 
 
-class WorkerdError(RuntimeError):
+class WorkerdError(AlarmkitError, RuntimeError):
     """workerd could not be installed, started or reached."""
 
 
@@ -81,6 +84,21 @@ def find_workerd(cache: Optional[Path] = None) -> Optional[str]:
     return None
 
 
+def installed_version(binary: Optional[str] = None) -> Optional[str]:
+    """The npm version (``1.20261117.1``) of the workerd package ``binary`` came from, if it is known."""
+    binary = binary or find_workerd()
+    if not binary:
+        return None
+    for parent in Path(binary).resolve().parents:
+        pkg = parent / "node_modules" / "workerd" / "package.json"
+        if pkg.is_file():
+            try:
+                return json.loads(pkg.read_text()).get("version")
+            except (OSError, ValueError):
+                return None
+    return None
+
+
 def workerd_version(binary: Optional[str] = None, timeout: float = 30.0) -> str:
     """Output of ``workerd --version`` (e.g. ``"workerd 2026-11-17"``)."""
     binary = binary or find_workerd()
@@ -97,7 +115,7 @@ def install_workerd(version: str = DEFAULT_VERSION, cache: Optional[Path] = None
     """``npm install --prefix <cache> workerd@VERSION``; returns the binary path."""
     npm = shutil.which("npm")
     if not shutil.which("node") or not npm:
-        raise WorkerdError("installing workerd needs Node.js and npm on PATH (neither `node` nor `npm` found)")
+        raise WorkerdError("installing workerd needs Node.js and npm: `node` or `npm` is not on PATH")
     root = Path(cache) if cache is not None else cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     cmd = [npm, "install", "--prefix", str(root), "--no-audit", "--no-fund", f"workerd@{version}"]
@@ -272,6 +290,24 @@ class WorkerdProcess:
 
     def version(self) -> str:
         return workerd_version(self.binary)
+
+    # ---- the clock and names the probes use (SimWorkerd has virtual ones) -------------------
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+
+    @staticmethod
+    def monotonic() -> float:
+        return time.monotonic()
+
+    @staticmethod
+    def time() -> float:
+        """Wall-clock seconds since the epoch (what workerd's ``Date.now()`` reads, / 1000)."""
+        return time.time()
+
+    @staticmethod
+    def new_name(prefix: str) -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
     # ---- HTTP helpers ----------------------------------------------------------------------
     def url(self, path: str, params: Optional[Mapping[str, Any]] = None) -> str:

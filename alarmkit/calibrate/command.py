@@ -1,0 +1,94 @@
+"""``alarmkit calibrate``: the command behind the CLI entry (``alarmkit/cli.py`` adds the parser).
+
+Exit codes: 0 every probe matches (or ``--install-only`` finished, or had nothing to work with);
+1 some probe differs; 2 a usage problem (no workerd, a bad path), as for every alarmkit command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import AlarmkitError
+from .workerd import DEFAULT_VERSION, WorkerdError, find_workerd, install_workerd, installed_version
+
+__all__ = ["add_arguments", "run_command", "install_only"]
+
+NO_NODE = ("alarmkit calibrate: Node.js and npm are not on PATH, so workerd cannot be installed from npm. "
+           "The calibration against real workerd is skipped; everything else in alarmkit works without it, and "
+           "`alarmkit calibrate --reference` compares the simulator with the committed real-workerd run. "
+           "To calibrate for real: install Node.js 18+ (it brings npm), then `alarmkit calibrate --install-only`.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--long", action="store_true", help="also run the retry-exhaustion and revival probes (~3 min)")
+    p.add_argument("--db", default=None, help="journal file (DuckDB) for the real and simulated runs; default in memory")
+    p.add_argument("--out", default=None, help="HTML report to write, e.g. calibration.html")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--install-only", action="store_true",
+                   help=f"install workerd@{DEFAULT_VERSION} from npm into the cache, then exit (0 without Node too)")
+    p.add_argument("--reference", nargs="?", const="", default=None, metavar="FILE",
+                   help="no workerd needed: compare today's simulator with a recorded run (default: the committed one)")
+    p.add_argument("--record-reference", nargs="?", const="", default=None, metavar="FILE",
+                   help="also write the run as a compact reference file (default: data/calibration-workerd-VERSION.duckdb)")
+    p.add_argument("--probe", dest="names", action="append", default=None, metavar="NAME",
+                   help="run only this probe (repeatable); default: every quick probe (and the long ones with --long)")
+    p.add_argument("--parallel", type=int, default=4, help="probes run at once on the shared workerd; default 4")
+
+
+def install_only() -> int:
+    """Install workerd from npm unless the pinned version is there; 0 also when Node/npm are missing."""
+    have = find_workerd()
+    if have and installed_version(have) == DEFAULT_VERSION:
+        print(f"alarmkit calibrate: workerd {DEFAULT_VERSION} is installed: {have}")
+        return 0
+    if not shutil.which("node") or not shutil.which("npm"):
+        print(NO_NODE)
+        return 0
+    print(f"alarmkit calibrate: installing workerd@{DEFAULT_VERSION} from npm (about 100 MB, once)", flush=True)
+    try:
+        binary = install_workerd()
+    except WorkerdError as err:
+        print(f"alarmkit calibrate: {err}", file=sys.stderr)
+        return 1
+    print(f"alarmkit calibrate: workerd {DEFAULT_VERSION} installed: {binary}")
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from .compare import calibrate, recheck
+    from .recorded import reference, write_reference
+
+    if args.install_only:
+        return install_only()
+    if args.parallel < 1:
+        raise AlarmkitError(f"--parallel must be at least 1, got {args.parallel}")
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        raise AlarmkitError(f"folder {Path(args.out).parent} does not exist; create it or pass another --out path")
+
+    def say(msg: str) -> None:
+        print(f"[calibrate] {msg}", file=sys.stderr, flush=True)
+
+    if args.reference is not None:
+        recorded = reference(args.reference or None)
+        say(f"comparing today's simulator with the run recorded on {recorded.workerd} at {recorded.created_at}")
+        cal = recheck(recorded)
+    else:
+        if find_workerd() is None and not (shutil.which("node") and shutil.which("npm")):
+            raise WorkerdError("workerd is not installed, and Node.js/npm are not on PATH to install it. "
+                               "`alarmkit calibrate --reference` compares the simulator with the committed "
+                               "real-workerd run instead (no Node needed); to calibrate for real, install "
+                               "Node.js 18+ and run `alarmkit calibrate --install-only`")
+        cal = calibrate(long=args.long, db=args.db, names=args.names, parallel=args.parallel, say=say)
+        if args.record_reference is not None:
+            say(f"wrote the reference run {write_reference(cal, args.record_reference or None)}")
+    if args.out:
+        say(f"wrote {cal.write_html(args.out)}")
+    if args.json:
+        print(json.dumps(cal.to_dict(), default=str))
+    else:
+        print(cal.table())
+    return 0 if cal.match else 1

@@ -1,0 +1,91 @@
+"""The committed reference calibration: one run recorded on real workerd, kept under ``data/``.
+
+``reference()`` loads it (no Node, no workerd needed) as a :class:`Calibration` whose journal holds
+the real runs (profile ``workerd-real@VERSION``) and the simulated runs of that day;
+``recheck(reference())`` compares today's simulator with the recorded observations.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import duckdb
+
+from ..errors import AlarmkitError
+from ..journal import Journal
+from .compare import Calibration, load_tables, save
+from .workerd import DEFAULT_VERSION
+
+__all__ = ["DATA_DIR", "reference", "reference_path", "write_reference"]
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+BLOCK_SIZE = 16_384
+
+
+def reference_path(version: str = DEFAULT_VERSION) -> Path:
+    """``data/calibration-workerd-VERSION.duckdb`` in the source tree."""
+    return DATA_DIR / f"calibration-workerd-{version}.duckdb"
+
+
+def reference(path: Optional[str | Path] = None) -> Calibration:
+    """Load a recorded calibration (default: the committed one) into memory; the file is only read."""
+    p = Path(path) if path is not None else reference_path()
+    if not p.is_file():
+        raise AlarmkitError(f"no calibration file {p}; record one with `alarmkit calibrate --long --db {p}` "
+                            "(needs workerd) or pass the path of one")
+    try:
+        con = duckdb.connect(str(p), read_only=True)
+    except duckdb.Error as err:
+        raise AlarmkitError(f"cannot read calibration file {p}: {err}") from None
+    try:
+        cal = load_tables(con)
+        runs = con.execute("SELECT * FROM runs ORDER BY run_id").df()
+        events = con.execute("SELECT * FROM events ORDER BY run_id, seq").df()
+    except duckdb.Error as err:
+        raise AlarmkitError(f"{p} is not a calibration journal ({err}); write one with `alarmkit calibrate --db`") from None
+    finally:
+        con.close()
+    journal = Journal()
+    journal.con.register("runs_df", runs)
+    journal.con.register("events_df", events)
+    journal.con.execute("INSERT INTO runs SELECT * FROM runs_df")
+    journal.con.execute("INSERT INTO events SELECT * FROM events_df")
+    journal.con.unregister("runs_df")
+    journal.con.unregister("events_df")
+    cal.journal = journal
+    return cal
+
+
+def write_reference(cal: Calibration, path: Optional[str | Path] = None) -> Path:
+    """Write ``cal`` (runs, events, results) as a compact DuckDB file; returns its path."""
+    if cal.journal is None:
+        raise AlarmkitError("this calibration has no journal to write")
+    out = Path(path) if path is not None else reference_path(cal.version)
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / out.name
+        j = Journal(staged)
+        for table in ("runs", "events"):
+            df = cal.journal.con.execute(f"SELECT * FROM {table}").df()  # noqa: F841 - read by name below
+            j.con.execute(f"INSERT INTO {table} SELECT * FROM df")
+        save(cal, j)
+        j.close()
+        # DuckDB's default 256 KB blocks would make this ~100 KB of data a 2 MB file
+        small = Path(tmp) / f"small-{out.name}"
+        con = duckdb.connect()
+        try:
+            con.execute(f"ATTACH '{_sql_str(staged)}' AS src (READ_ONLY)")
+            con.execute(f"ATTACH '{_sql_str(small)}' AS dst (BLOCK_SIZE {BLOCK_SIZE})")
+            con.execute("COPY FROM DATABASE src TO dst")
+            con.execute("DETACH dst")
+        finally:
+            con.close()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(small, out)
+    return out
+
+
+def _sql_str(p: Path) -> str:
+    return str(p).replace("'", "''")
