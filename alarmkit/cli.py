@@ -30,6 +30,13 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
 
 
+def _run_id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"run ids are integers, got {text!r}; `alarmkit export --db F --run 1`") from None
+
+
 def _param(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -65,7 +72,68 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="reports", help="folder for the HTML reports")
     demo.add_argument("--seed", type=_seed, default=1)
     demo.set_defaults(fn=cmd_demo)
+
+    export = sub.add_parser("export", help="write one run of a journal as a self-contained HTML report")
+    export.add_argument("--db", required=True, help="journal file (DuckDB), e.g. journal.duckdb")
+    export.add_argument("--run", dest="run_id", type=_run_id, required=True, help="a run id from the journal")
+    export.add_argument("--out", default=None, help="HTML file to write; default: run-<ID>.html")
+    export.set_defaults(fn=cmd_export)
+
+    ex = sub.add_parser("explore", help="search crash points and random faults for lost or duplicated work")
+    ex.add_argument("scenario", help="a name from `alarmkit list` (e.g. lease-ledger, lease-no-revival)")
+    ex.add_argument("--seeds", type=_count, default=100, help="random runs (seeds 0..N-1); default 100")
+    ex.add_argument("--faults", default=None, metavar="FILE",
+                    help="a FaultPlan (.json or .toml) applied to every run instead of random plans")
+    ex.add_argument("--depth", type=_count, default=2, help="crashes stacked per crash-point run; default 2")
+    ex.add_argument("--crash-points", choices=["all", "alarm", "none"], default="all",
+                    help="which tasks' awaits to crash at; default all")
+    ex.add_argument("--workers", type=_count, default=None, help="local processes; default: one per core")
+    ex.add_argument("--db", default=None, help="journal file (DuckDB) to write every run to")
+    ex.add_argument("--out", default=None, help="folder for the Parquet result files")
+    ex.add_argument("--json", action="store_true", help="print one JSON object")
+    ex.set_defaults(fn=cmd_explore)
+
+    from .calibrate.command import add_arguments as calibrate_arguments
+
+    cal = sub.add_parser("calibrate", help="run the probes on real workerd and in the simulator; report where they differ")
+    calibrate_arguments(cal)
+    cal.set_defaults(fn=cmd_calibrate)
     return p
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate.command import run_command
+
+    return run_command(args)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .explore import explore
+    from .faults import FaultPlan
+
+    faults = FaultPlan.load(args.faults) if args.faults else None
+    if args.workers == 0:
+        raise AlarmkitError("--workers must be at least 1")
+    result = explore(
+        args.scenario, faults=faults, seeds=args.seeds, depth=args.depth,
+        crash_points=None if args.crash_points == "none" else args.crash_points,
+        workers=args.workers, journal=args.db, out=args.out, progress=not args.json, quiet=True,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+    else:
+        print(result.report())
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -97,6 +165,7 @@ def _readable(r: dict) -> str:
         lines.append(f"  final alarm: {r['final_alarm']}")
     if "rows_left" in r:
         lines.append(f"  rows left: {r['rows_left'] or 'none'}")
+    lines.extend(r.get("report", []))  # a scenario's own readable lines (the guestbook scenarios have some)
     return "\n".join(lines)
 
 
@@ -111,6 +180,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max(len(s.name) for s in items)
     for s in items:
         print(f"{s.name:<{width}}  {s.description}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .report import export_run
+
+    if not Path(args.db).is_file():
+        raise AlarmkitError(f"no journal file {args.db}; write one with `alarmkit demo --db {args.db}` or `alarmkit run ... --db`")
+    journal = _open_journal(args.db)
+    try:
+        out = export_run(journal, args.run_id, args.out or f"run-{args.run_id}.html")
+    finally:
+        journal.close()
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from .journal import Journal
+from .report import export_run
 from .scenarios import list_scenarios, run_scenario
 
 __all__ = ["run_demo"]
+
+
+def _file_name(scenario: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", scenario).strip("._") or "scenario"
 
 
 def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1) -> list[dict]:
@@ -23,5 +29,10 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1) ->
             r = run_scenario(sc.name, seed=seed, journal=journal)
             r.pop("sim", None)
             results.append(r)
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        for r in tqdm(results, desc="reports", unit="file"):
+            r["report_html"] = str(export_run(journal, r["run_id"], folder / f"{_file_name(r['scenario'])}.html"))
     print(f"wrote {sum(r['events'] for r in results)} events from {len(results)} runs to {path}")
+    print(f"wrote {len(results)} HTML reports to {folder}/ (open them in a browser; they work offline)")
     return results

@@ -6,8 +6,11 @@
 
 For each size: the journal is written through ``alarmkit.Journal`` (a DuckDB file), read back with
 ``Journal.events``, turned into the report's figures, written with ``export_html``; then headless
-Chromium (network blocked) opens the file and we time navigation -> every figure rendered. Printed:
-seconds per step, HTML size in MB and bytes per event, and ratios against the smallest size.
+Chromium (network blocked) opens the file and we time navigation -> every figure rendered, and, for
+a run big enough to open on its density map, a zoom onto 20 lanes x 1/50 of the time until every event
+in view is drawn. Printed: seconds per step, HTML size in MB and bytes per event, and ratios against
+the smallest size. Headless Chromium here draws WebGL in software (SwiftShader, --disable-gpu), so
+render times are an upper bound for a laptop with a GPU; they also swing with the machine's load.
 """
 
 from __future__ import annotations
@@ -105,12 +108,24 @@ def first_render(html: Path, n_figures: int) -> dict:
         wall = time.perf_counter() - t0
         info = page.evaluate("""() => {
             const gd = document.getElementById('figure-0');
-            const pts = gd.data.filter(t => t.meta && t.meta.role === 'events').reduce((n, t) => n + t.x.length, 0);
+            const pts = gd._fullData.filter(t => t.meta && t.meta.role === 'events').reduce((n, t) => n + t.x.length, 0);
             return {points: pts, canvas: document.querySelectorAll('#figure-0 canvas').length,
                     inPage: performance.now(), heapMB: (performance.memory || {}).usedJSHeapSize / 1e6};
         }""")
+        zoom = None
+        if page.evaluate("() => (document.getElementById('figure-0').layout.meta || {}).detail_in_view || 0"):
+            # zoom on a few lanes and minutes: the page swaps the density map for every event in view
+            t0 = time.perf_counter()
+            page.evaluate("""async () => {
+                const gd = document.getElementById('figure-0'), xr = gd._fullLayout.xaxis.range;
+                await Plotly.relayout(gd, {'xaxis.range': [xr[0], xr[0] + (xr[1] - xr[0]) / 50],
+                                           'yaxis.range': [20.5, -0.5]});
+                await new Promise(r => requestAnimationFrame(() => r()));
+            }""")
+            page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=600_000)
+            zoom = time.perf_counter() - t0
         browser.close()
-    return {"wall_s": wall, **info, "errors": errors, "blocked": blocked}
+    return {"wall_s": wall, "zoom_s": zoom, **info, "errors": errors, "blocked": blocked}
 
 
 def bench(n: int, folder: Path) -> dict:
@@ -152,7 +167,9 @@ def main(argv=None) -> int:
             print(f"{r['events']:>9,} events: journal write {r['write_s']:.1f} s, read {r['read_s']:.2f} s, "
                   f"export {r['export_s']:.1f} s, HTML {r['mb']:.1f} MB ({r['mb'] * 1e6 / r['events']:.1f} B/event), "
                   f"first render {rr['wall_s']:.1f} s in Chromium (WebGL canvases {rr['canvas']}, "
-                  f"points {rr['points']:,}, JS heap {rr['heapMB']:.0f} MB)", flush=True)
+                  f"points {rr['points']:,}, JS heap {rr['heapMB']:.0f} MB)"
+                  + (f"; zoom to every event in view {rr['zoom_s']:.1f} s" if rr["zoom_s"] is not None else ""),
+                  flush=True)
     finally:
         if a.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

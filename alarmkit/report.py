@@ -1,0 +1,247 @@
+"""One self-contained HTML file per run: a summary table and the figures, plotly.js inlined.
+
+The file opens offline: no CDN, no fonts or images fetched, and a Content-Security-Policy that
+forbids the page to load anything. Every string from a journal or a scenario is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from .errors import AlarmkitError
+from .plots import backoff_ladder, effect_idents, fmt_ms, lateness, timeline
+
+__all__ = ["export_html", "export_run", "report_html", "run_figures", "summary_rows"]
+
+# The page may run its own inline scripts (plotly; WebGL traces need eval) and nothing may be fetched.
+CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+       "img-src data: blob:; font-src data:; worker-src blob:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+PLOT_CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False,
+               "toImageButtonOptions": {"format": "png", "scale": 2}}
+SHOW_DUPLICATES = 8  # a run with thousands of duplicate effects names the first few in its summary
+# After each figure's first render: a counter that tests and benchmarks wait for (no data in it).
+_RENDERED = ("window.alarmkitRendered = (window.alarmkitRendered || 0) + 1;"
+             "document.body.dataset.rendered = String(window.alarmkitRendered);")
+# A big timeline opens with small markers (its lanes are a few pixels tall) and, past
+# OVERVIEW_THRESHOLD events, on a density map with only the notable events drawn. On every zoom:
+# markers regain their size (kept in each trace's meta) as lanes grow, and once fewer than
+# layout.meta.detail_in_view events are in view (summed from the density map) every event is drawn.
+# No journal data in this script.
+_ON_ZOOM = """(function () {
+  var gd = document.getElementById('{plot_id}');
+  var limit = (gd.layout.meta || {}).detail_in_view || 0;
+  function axis(name, letter) { return gd._fullLayout[letter + 'axis' + name.slice(1)]; }
+  // kept now: once hidden, a trace's decoded data leaves gd._fullData
+  var density = gd._fullData.filter(function (t) { return t.meta && t.meta.role === 'density'; });
+  function eventsInView() {
+    var n = 0;
+    density.forEach(function (t) {
+      var xr = axis(t.xaxis, 'x').range, yr = axis(t.yaxis, 'y').range;
+      var x0 = Math.min(xr[0], xr[1]), x1 = Math.max(xr[0], xr[1]);
+      var y0 = Math.min(yr[0], yr[1]) - 0.5, y1 = Math.max(yr[0], yr[1]) + 0.5;
+      for (var r = 0; r < t.z.length; r++) {
+        if (t.y[r] < y0 || t.y[r] > y1) continue;
+        var row = t.z[r];
+        for (var c = 0; c < row.length; c++) if (row[c] > 0 && t.x[c] >= x0 && t.x[c] <= x1) n += row[c];
+      }
+    });
+    return n;
+  }
+  gd.on('plotly_relayout', function () {
+    var ya = gd._fullLayout.yaxis, lanes = Math.max(1, Math.abs(ya.range[0] - ya.range[1]));
+    var f = Math.max(0.2, Math.min(1, ya._length / lanes / 60));
+    if (Math.abs(f - (gd.alarmkitScale || 0)) >= 0.02) {
+      gd.alarmkitScale = f;
+      var idx = [], sizes = [];
+      gd.data.forEach(function (t, i) {
+        if (t.meta && t.meta.size) { idx.push(i); sizes.push(Math.max(3, Math.round(t.meta.size * f))); }
+      });
+      Plotly.restyle(gd, {'marker.size': sizes}, idx);
+    }
+    if (!limit) return;
+    var detail = eventsInView() <= limit;
+    if (detail === Boolean(gd.alarmkitDetail)) return;
+    gd.alarmkitDetail = detail;
+    var which = [], visible = [];
+    gd.data.forEach(function (t, i) {
+      if (!t.meta) return;
+      if (t.meta.role === 'density') { which.push(i); visible.push(!detail); }
+      else if (t.meta.detail) { which.push(i); visible.push(detail ? true : 'legendonly'); }
+    });
+    Plotly.restyle(gd, {visible: visible}, which);
+  });
+})();"""
+_STYLE = """
+body { font-family: Inter, system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: #222; margin: 24px auto;
+       max-width: 1400px; padding: 0 16px; }
+h1 { font-size: 22px; margin: 0 0 4px; } p.sub { color: #666; margin: 0 0 16px; font-size: 13px; }
+table.summary { border-collapse: collapse; font-size: 14px; margin-bottom: 20px; }
+table.summary th { text-align: left; font-weight: 600; padding: 4px 16px 4px 0; vertical-align: top; color: #555; }
+table.summary td { padding: 4px 0; font-family: ui-monospace, 'SFMono-Regular', Menlo, monospace; white-space: pre-wrap;
+                   word-break: break-word; }
+td.bad { color: #b03a00; font-weight: 600; }
+section.figure { border-top: 1px solid #eee; padding-top: 8px; margin-bottom: 16px; }
+"""
+
+
+def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iterable[Any] | None = None
+                 ) -> list[tuple[str, str, bool]]:
+    """(label, plain text, is-bad) rows for a run's summary table; nothing here is HTML yet."""
+    run = run or {}
+    kinds = events["kind"].value_counts()
+
+    def n(kind: str) -> int:
+        return int(kinds.get(kind, 0))
+
+    fires = events[events["kind"] == "fire"]
+    retries = int((fires["retry_count"].fillna(0) > 0).sum())
+    effects = Counter(effect_idents(events))
+    dups = {tuple(k.split("\0", 1)): n for k, n in effects.items() if n > 1}
+    span = int(events["t_ms"].max() - min(0, events["t_ms"].min())) if len(events) else 0
+    faults = run.get("faults")
+    rows = [
+        ("scenario", str(run.get("scenario", "?")), False),
+        ("run", str(run.get("run_id", "?")), False),
+        ("profile", str(run.get("profile", "?")), False),
+        ("seed", str(run.get("seed", "?")), False),
+        ("parameters", json.dumps(run.get("params") or {}, default=str), False),
+        ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
+        ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
+        ("attempts", f"{len(fires)} alarm() runs ({retries} {'retry' if retries == 1 else 'retries'}); "
+                     f"{n('handler_ok')} ok, {n('handler_error')} failed, {n('abandoned')} abandoned, "
+                     f"{n('revive')} revived", False),
+        ("effects", f"{sum(effects.values())} run, {len(effects)} distinct", False),
+    ]
+    if dups:
+        shown = list(dups.items())[:SHOW_DUPLICATES]
+        text = ", ".join(f"{name}({key}) ×{n}" for (name, key), n in shown)
+        if len(dups) > len(shown):
+            text += f" … and {len(dups) - len(shown):,} more (the timeline marks each one)"
+        rows.append(("duplicate effects", f"{len(dups):,}: {text}", True))
+    if n("crash") + n("fault") + n("restart"):
+        rows.append(("crashes, faults, restarts", f"{n('crash')}, {n('fault')}, {n('restart')}", False))
+    if violations is not None:
+        found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
+        rows.append(("violations", "\n".join(found) if found else "none", bool(found)))
+    return rows
+
+
+def _violation(v: Any) -> str:
+    """A line for an ``invariants.Violation``, a dict or a string."""
+    d = v.to_dict() if hasattr(v, "to_dict") else v
+    if isinstance(d, dict) and "invariant" in d:
+        where = f" · {d.get('object')}" if d.get("object") is not None else ""
+        when = f" at {fmt_ms(d['t_ms'])}" if d.get("t_ms") is not None else ""
+        return f"{d['invariant']}{where}{when}: {d.get('message', '')}"
+    return d if isinstance(d, str) else json.dumps(d, default=str)
+
+
+def run_figures(events: pd.DataFrame, run: dict | None = None) -> list[go.Figure]:
+    """The report's figures: the timeline, then the backoff ladder and lateness when the run has them."""
+    run = run or {}
+    title = " · ".join(str(x) for x in (run.get("scenario"), f"run {run['run_id']}" if "run_id" in run else None,
+                                        run.get("profile")) if x) or "timeline"
+    figs = [timeline(events, title=title)]
+    if (events["kind"] == "retry_scheduled").any():
+        try:
+            figs.append(backoff_ladder(events, profile=run.get("profile") or "workerd"))
+        except AlarmkitError:  # a profile this process does not know: the ladder of the default one
+            figs.append(backoff_ladder(events))
+    if (events["kind"] == "fire").any():
+        figs.append(lateness(events))
+    return figs
+
+
+def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
+                rows: Sequence[tuple[str, str, bool]] = ()) -> str:
+    """The page as a string: plotly.js once, inline; every title and table cell escaped."""
+    from . import __version__
+
+    figures = list(figures)
+    if not figures or not all(isinstance(f, go.Figure) for f in figures):
+        raise AlarmkitError(f"report_html needs plotly figures, got {[type(f).__name__ for f in figures]}")
+    table = "".join(f"<tr><th>{html.escape(k)}</th><td{' class=bad' if bad else ''}>{html.escape(v)}</td></tr>"
+                    for k, v, bad in rows)
+    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), config=PLOT_CONFIG, div_id=f"figure-{i}",
+                        post_script=[_RENDERED] + ([_ON_ZOOM] if _is_large(fig) else []), validate=False,
+                        default_height=f"{fig.layout.height or 450}px")
+            for i, fig in enumerate(figures)]
+    body = "\n".join(f'<section class="figure">{d}</section>' for d in divs)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
+        f"<h1>{html.escape(title)}</h1>\n<p class=\"sub\">alarmkit {html.escape(__version__)} · virtual time · "
+        "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
+        f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
+    )
+
+
+def _is_large(fig: go.Figure) -> bool:
+    meta = fig.layout.meta
+    return isinstance(meta, dict) and bool(meta.get("large"))
+
+
+def _run_info(result: dict) -> dict:
+    keys = ("scenario", "run_id", "profile", "seed", "params", "faults")
+    return {k: result[k] for k in keys if k in result}
+
+
+def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, run: dict | None = None,
+                events: pd.DataFrame | None = None, violations: Iterable[Any] | None = None,
+                title: str | None = None) -> Path:
+    """Write one self-contained HTML report; returns its path.
+
+    ``figures_or_run`` is a figure or a list of figures (``run=``/``events=`` fill the summary), a
+    run id (with ``journal=``), a ``run_scenario`` result, or a run's events DataFrame.
+    """
+    figures: list[go.Figure] | None = None
+    what = figures_or_run
+    if isinstance(what, go.Figure):
+        figures = [what]
+    elif isinstance(what, (list, tuple)) and what and all(isinstance(f, go.Figure) for f in what):
+        figures = list(what)
+    elif isinstance(what, int) and not isinstance(what, bool):
+        if journal is None:
+            raise AlarmkitError(f"run {what} needs journal=Journal(path) to read it from")
+        run, events = journal.run(what), journal.events(what)
+    elif isinstance(what, dict) and "scenario" in what:
+        run = {**_run_info(what), **(run or {})}
+        if journal is not None and what.get("run_id") is not None:
+            events = journal.events(what["run_id"])
+            run = {**journal.run(what["run_id"]), **run}
+        elif what.get("sim") is not None:
+            events = what["sim"].events()
+        else:
+            raise AlarmkitError("this run_scenario result has no 'sim' and no run_id; pass journal= or the events")
+    elif isinstance(what, pd.DataFrame):
+        events = what
+    else:
+        raise AlarmkitError("export_html takes figures, a run id, a run_scenario result or events, "
+                            f"got {type(what).__name__}")
+    if figures is None:
+        if events is None or events.empty:
+            raise AlarmkitError("this run has no events to report; did it run? (Journal.events(run_id) is empty)")
+        figures = run_figures(events, run)
+    rows = summary_rows(events, run, violations) if events is not None else []
+    if title is None:
+        title = f"{run.get('scenario', 'alarmkit')} · run {run.get('run_id', '?')}" if run else "alarmkit report"
+    out = Path(path)
+    if out.parent and not out.parent.exists():
+        raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
+    out.write_text(report_html(figures, title, rows), encoding="utf-8")
+    return out
+
+
+def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None) -> Path:
+    """``alarmkit export``: the report of one run of a journal."""
+    return export_html(int(run_id), path, journal=journal, violations=violations)

@@ -1,0 +1,199 @@
+"""Exported reports opened in headless Debian Chromium with the network off (no browser download).
+
+Each page loads from file://; every non-file request is blocked and recorded (there must be none),
+every page error is recorded (there must be none), and dialogs are recorded (there must be none).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from alarmkit import DurableObject, Journal, Simulation, run_scenario
+from alarmkit.plots import timeline
+from alarmkit.report import export_html
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)">'
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no {CHROMIUM} (apt-get install chromium)"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Visit:
+    """One page: what it tried to fetch, the errors it raised, the dialogs it opened."""
+
+    def __init__(self, browser, path: Path, figures: int) -> None:
+        self.page = browser.new_page(viewport={"width": 1300, "height": 900})
+        self.blocked, self.errors, self.dialogs = [], [], []
+        self.page.route("**/*", self._route)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.goto(path.resolve().as_uri(), wait_until="commit")
+        self.page.wait_for_function(f"Number(document.body && document.body.dataset.rendered) >= {figures}",
+                                    timeout=60_000, polling=50)
+
+    def _route(self, route):
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            self.blocked.append(route.request.url)
+            route.abort()
+
+    def js(self, script, arg=None):
+        return self.page.evaluate(script, arg)
+
+    def assert_clean(self):
+        assert self.blocked == [] and self.errors == [] and self.dialogs == []
+
+
+EVENT_POINTS = """id => {
+  const gd = document.getElementById(id);
+  return {
+    data: gd._fullData.filter(t => t.meta && t.meta.role === 'events').reduce((n, t) => n + t.x.length, 0),
+    dom: document.querySelectorAll(`#${id} g.trace[class*="traceev-"] path.point`).length,
+    svg: document.querySelectorAll(`#${id} svg.main-svg`).length,
+    canvas: document.querySelectorAll(`#${id} canvas`).length,
+  };
+}"""
+
+
+POINT_AT = """([id, kind]) => {
+  const gd = document.getElementById(id), t = gd._fullData.find(t => t.meta && t.meta.kind === kind);
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+  return [box.left + xa._offset + xa.l2p(t.x[0]), box.top + ya._offset + ya.l2p(t.y[0])];
+}"""
+
+
+def test_a_report_opens_offline_and_draws_one_point_per_journal_event(browser, tmp_path):
+    with Journal() as j:
+        r = run_scenario("lease-crash-after-effect", seed=1, journal=j)
+        events = j.events(r["run_id"])
+        out = export_html(r["run_id"], tmp_path / "report.html", journal=j)
+    v = Visit(browser, out, figures=3)
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert n["data"] == n["dom"] == len(events) and n["svg"] >= 1
+    assert v.js("() => document.querySelectorAll('.js-plotly-plot').length") == 3
+    assert v.js("() => [...document.querySelectorAll('#figure-0 .ytick text')].map(t => t.textContent)") == ["ledger"]
+    assert "duplicate effects" in v.js("() => document.querySelector('table.summary').textContent")
+    v.assert_clean()
+
+
+class Target(DurableObject):
+    """An object whose id, effect key and error message are hostile strings."""
+
+    async def go(self):
+        await self.ctx.storage.set_alarm(self.ctx.now() + 100)
+
+    async def alarm(self, info):
+        await self.ctx.effect("<b>notify</b>", "<script>window.__pwned=2</script>")
+        if info.retry_count == 0:
+            raise ValueError('</script><script>window.__pwned=3;alert(3)</script>')
+
+
+def test_a_hostile_object_id_opens_no_dialog_and_runs_no_script(browser, tmp_path):
+    with Journal() as j:
+        sim = Simulation(seed=1, journal=j, scenario="<script>alert(4)</script>", params={"x": HOSTILE})
+        sim.call(sim.namespace("NS", Target).get(HOSTILE).go())
+        sim.run()
+        sim.close()
+        out = export_html(sim.run_id, tmp_path / "hostile.html", journal=j, violations=[HOSTILE])
+    v = Visit(browser, out, figures=3)
+    ticks = v.js("() => [...document.querySelectorAll('#figure-0 .ytick text')].map(t => t.textContent)")
+    assert ticks == [HOSTILE]  # shown as text, exactly as the journal has it
+    x, y = v.js(POINT_AT, ["figure-0", "duplicate effect"])  # hover it: its detail holds the hostile key
+    v.page.mouse.move(x, y)
+    v.page.wait_for_function("document.querySelector('#figure-0 .hoverlayer').textContent.length > 0")
+    hover = v.js("() => document.querySelector('#figure-0 .hoverlayer').textContent")
+    assert "key: <script>window.__pwned=2</script>" in hover
+    assert v.js("() => [window.__pwned, document.querySelectorAll('img, script[src]').length]") == [None, 0]
+    assert HOSTILE in v.js("() => document.querySelector('table.summary').textContent")
+    v.assert_clean()
+
+
+def test_a_big_timeline_is_webgl_and_zooming_in_restores_marker_sizes(browser, tmp_path):
+    class Ticker(DurableObject):
+        async def start(self, n):
+            await self.ctx.storage.put("n", n)
+            await self.ctx.storage.set_alarm(self.ctx.now() + 100)
+
+        async def alarm(self, info):
+            n = await self.ctx.storage.get("n")
+            await self.ctx.effect("tick", n)
+            if n > 0:
+                await self.ctx.storage.put("n", n - 1)
+                await self.ctx.storage.set_alarm(self.ctx.now() + 1_000)
+
+    with Journal() as j:
+        sim = Simulation(seed=1, journal=j, scenario="tickers")
+        ns = sim.namespace("T", Ticker)
+        for i in range(40):
+            sim.call(ns.get(f"ticker-{i:02d}").start(12))
+        sim.run()
+        sim.close()
+        events = j.events(sim.run_id)
+    fig = timeline(events, gl_threshold=1_000)  # what a run of more than GL_THRESHOLD events gets
+    assert len(events) > 1_000 and fig.layout.meta["large"]
+    out = export_html(fig, tmp_path / "big.html", events=events)
+    v = Visit(browser, out, figures=1)
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert n["data"] == len(events) and n["canvas"] >= 1
+    sizes = """() => {
+        const gd = document.getElementById('figure-0');
+        return gd._fullData.filter(t => t.meta && t.meta.kind === 'fire').map(t => t.marker.size)[0];
+    }"""
+    small = v.js(sizes)
+    v.js("() => Plotly.relayout('figure-0', {'yaxis.range': [2.4, -0.6]})")
+    v.page.wait_for_function(f"({sizes})() > {small}", timeout=20_000)
+    assert v.js(sizes) == 15  # a fire's full marker size
+    v.assert_clean()
+
+
+def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoomed_in(browser, tmp_path):
+    from alarmkit.journal import rows_to_frame
+
+    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
+            for i in range(1, 6_001)]
+    events = rows_to_frame(1, rows)
+    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
+    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000}  # the default, 100,000, scaled down with the run
+    out = export_html(fig, tmp_path / "overview.html", events=events)
+    v = Visit(browser, out, figures=1)
+    state = """() => { const gd = document.getElementById('figure-0');
+        return Object.fromEntries(gd.data.filter(t => t.meta && t.meta.role !== 'span')
+            .map(t => [t.meta.kind || t.meta.role, t.visible === undefined ? true : t.visible])); }"""
+    assert v.js(state) == {"density": True, "fire": "legendonly", "crash": True}
+    assert v.js(EVENT_POINTS, "figure-0")["data"] == len(events)
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
+    assert v.js(state) == {"density": False, "fire": True, "crash": True}
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === false", timeout=30_000)
+    assert v.js(state)["fire"] == "legendonly"
+    v.assert_clean()
+
+
+@pytest.mark.slow
+def test_every_demo_report_opens_offline(browser, tmp_path):
+    from alarmkit.demo import run_demo
+
+    results = run_demo(db=str(tmp_path / "j.duckdb"), out=str(tmp_path / "reports"), seed=1)
+    for r in results:
+        v = Visit(browser, Path(r["report_html"]), figures=1)
+        assert v.js(EVENT_POINTS, "figure-0")["data"] == r["events"], r["scenario"]
+        v.assert_clean()
+        v.page.close()
