@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ._kernel import Future
 from ._object import AlarmInfo, DurableObject, alarm_time
-from ._runtime import _UNSET, Host
+from ._runtime import _UNSET, Host, check_method
 from .errors import AlarmkitError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -253,12 +253,7 @@ class FacetStub:
         return self._host.name
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-        cls = self._host.namespace.cls
-        if not callable(getattr(cls, method, None)):
-            public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
-            raise AlarmkitError(f"facet class {cls.__name__} has no method {method!r}; its methods: {public}")
+        check_method(self._host.namespace.cls, method, "facet class ")
         return lambda *args, **kwargs: _facet_rpc(self, method, args, kwargs)
 
     def _check(self) -> None:

@@ -21,6 +21,15 @@ __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
 SCHEDULERS: dict[str, Callable[[Simulation], Any]] = {"workerd": WorkerdScheduler}
 
 
+def check_method(cls: type, method: str, what: str = "") -> None:
+    """An RPC target must be a public method: name the ones there are when it is not."""
+    if method.startswith("_"):
+        raise AttributeError(method)
+    if not callable(getattr(cls, method, None)):
+        public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
+        raise AlarmkitError(f"{what}{cls.__name__} has no method {method!r}; its methods: {public}")
+
+
 class Stub:
     """A reference to an object; ``await stub.method(*args)`` is an RPC into it."""
 
@@ -35,12 +44,7 @@ class Stub:
         return self._host.name
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-        cls = self._host.namespace.cls
-        if not callable(getattr(cls, method, None)):
-            public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
-            raise AlarmkitError(f"{cls.__name__} has no method {method!r}; its methods: {public}")
+        check_method(self._host.namespace.cls, method)
         return lambda *args, **kwargs: self._sim.rpc(self._host, method, args, kwargs)
 
     def __repr__(self) -> str:

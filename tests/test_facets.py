@@ -5,7 +5,7 @@ import pytest
 
 import alarmkit as ak
 from alarmkit._facets import (
-    ACTOR_BROKEN_MESSAGE, FACET_BROKEN_MESSAGE, ActorBroken, AlarmProxyParent, FacetBroken, FacetsUnavailable,
+    ACTOR_BROKEN_MESSAGE, FACET_BROKEN_MESSAGE, AlarmProxyParent, FacetBroken, FacetsUnavailable,
     facet_alarm_state,
 )
 

@@ -8,7 +8,6 @@ cell error fails the test with the cell's source and traceback.
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
 import subprocess

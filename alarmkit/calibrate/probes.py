@@ -557,11 +557,11 @@ def probe_outside_during_retry(wd: WorkerdProcess, variant: str = "earlier", ear
     wd.sleep(wait_after_throw_ms / 1000.0)
     before = wd.probe("get", obj)
     if variant == "earlier":
-        op = wd.probe("arm", obj, rel=earlier_ms, src="outside_during_retry")
+        wd.probe("arm", obj, rel=earlier_ms, src="outside_during_retry")
     elif variant == "later":
-        op = wd.probe("arm", obj, rel=later_ms, src="outside_during_retry")
+        wd.probe("arm", obj, rel=later_ms, src="outside_during_retry")
     elif variant == "delete":
-        op = wd.probe("delete", obj)
+        wd.probe("delete", obj)
     else:
         raise ValueError(variant)
     if observe_s is None:
