@@ -204,6 +204,27 @@ assert revived["effects"] == {"lease-0": 1} and revived["rows_left"] == []
 timeline(journal.events(revived["run_id"]), title="lease-revival")
 
 # %% [markdown]
+# ## Against the real runtime
+#
+# The same exhaustion ran on real workerd 1.20261117.1 (`alarmkit calibrate --long`) and is
+# committed as `data/calibration-workerd-1.20261117.1.duckdb`, so this needs no Node.js. On one
+# time axis: the real run (top) and the simulator's (bottom). The attempts differ only by jitter;
+# every retry wait lies within `2 s << n` and its +25 % band on both sides.
+
+# %%
+from alarmkit.calibrate import overlay_figure, recheck, reference
+
+# %%
+overlay_figure("exhaustion")
+
+# %% [markdown]
+# `recheck` compares today's simulator with every recorded probe (facts equal, timings in their
+# bands): if a change to alarmkit's workerd profile drifted from the real runtime, this fails.
+
+# %%
+assert recheck(reference()).match
+
+# %% [markdown]
 # ## Try it
 #
 # The handler always throws and the constructor does not re-arm; the runtime restarts at 200 s
