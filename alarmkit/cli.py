@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_list)
 
-    demo = sub.add_parser("demo", help="run every built-in scenario into one journal (and reports, where available)")
+    demo = sub.add_parser("demo", help="run every built-in scenario into one journal and write one HTML report each")
     demo.add_argument("--db", default="journal.duckdb")
     demo.add_argument("--out", default="reports", help="folder for the HTML reports")
     demo.add_argument("--seed", type=_seed, default=1)
