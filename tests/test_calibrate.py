@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -21,7 +20,7 @@ from alarmkit.calibrate import Bands, SimWorkerd, calibrate, compare_results, ov
 from alarmkit.calibrate import probes as P
 from alarmkit.calibrate.importer import canonical_object, import_result, twin_rows
 from alarmkit.calibrate.recorded import reference_path
-from alarmkit.calibrate.workerd import DEFAULT_VERSION, find_workerd, workerd_version
+from alarmkit.calibrate.workerd import DEFAULT_VERSION
 from alarmkit.cli import main
 from alarmkit.journal import EVENT_KINDS, Journal
 
@@ -275,20 +274,8 @@ def test_calibrate_without_workerd_or_node_points_to_the_reference(monkeypatch, 
 # real workerd
 # ---------------------------------------------------------------------------------------------
 
-def _workerd_or_skip() -> str:
-    binary = find_workerd()
-    if binary is None:
-        pytest.skip("workerd is not installed (`alarmkit calibrate --install-only`, needs Node.js)")
-    try:
-        workerd_version(binary)
-    except (OSError, subprocess.SubprocessError, RuntimeError) as e:
-        pytest.skip(f"workerd at {binary} does not run here: {e}")
-    return binary
-
-
 @pytest.fixture(scope="module")
-def live():
-    _workerd_or_skip()
+def live(workerd_binary):
     return calibrate(names=P.QUICK, parallel=4)
 
 
@@ -312,8 +299,7 @@ def test_real_runs_are_journaled_under_the_real_profile(live):
 
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="long probes (~3.5 min): set ALARMKIT_LONG=1")
-def test_simulator_matches_real_workerd_on_exhaustion_and_revival():
-    _workerd_or_skip()
+def test_simulator_matches_real_workerd_on_exhaustion_and_revival(workerd_binary):
     cal = calibrate(long=True, names=P.LONG)
     for name in P.LONG:
         v = cal.verdicts[name]

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 import pytest
 
 from alarmkit.calibrate import probes as P
-from alarmkit.calibrate.workerd import WorkerdProcess, find_workerd, workerd_version
+from alarmkit.calibrate.workerd import WorkerdProcess
 
 SET_ALARM_LE_ZERO = "setAlarm() cannot be called with an alarm time <= 0"
 FACET_ALARM_ERROR = "Error: Facets currently cannot set alarms."
@@ -26,25 +25,14 @@ SLACK_MS = 250
 LONG = os.environ.get("ALARMKIT_LONG") == "1"
 
 
-def _workerd_or_skip() -> str:
-    binary = find_workerd()
-    if binary is None:
-        pytest.skip("workerd is not installed (alarmkit.calibrate.workerd.install_workerd() or ALARMKIT_WORKERD)")
-    try:
-        workerd_version(binary)
-    except (OSError, subprocess.SubprocessError, RuntimeError) as e:
-        pytest.skip(f"workerd at {binary} does not run here: {e}")
-    return binary
-
-
 QUICK_SHARED = [n for n in P.QUICK if not P.PROBES[n].restarts]
 QUICK_RESTARTING = [n for n in P.QUICK if P.PROBES[n].restarts]
 
 
 @pytest.fixture(scope="module")
-def quick():
+def quick(workerd_binary):
     """All quick probes; restarting ones get a workerd of their own each."""
-    binary = _workerd_or_skip()
+    binary = workerd_binary
     with WorkerdProcess(binary) as wd:
         res = P.run_probes(wd, QUICK_SHARED, parallel=4)
     for name in QUICK_RESTARTING:
@@ -262,8 +250,8 @@ def test_restart_keeps_future_alarm(quick):
 
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="long probe (~3 min): set ALARMKIT_LONG=1")
-def test_exhaustion_and_revival():
-    binary = _workerd_or_skip()
+def test_exhaustion_and_revival(workerd_binary):
+    binary = workerd_binary
     with WorkerdProcess(binary) as wd:
         res = P.run_probes(wd, ["exhaustion", "revival"], include_long=True)
     ex = _ok(res, "exhaustion")

@@ -1,0 +1,20 @@
+"""Fixtures shared by test files."""
+
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def workerd_binary() -> str:
+    """The real workerd binary, or a skip saying how to get it (it needs Node.js and npm)."""
+    from alarmkit.calibrate.workerd import find_workerd, workerd_version
+
+    binary = find_workerd()
+    if binary is None:
+        pytest.skip("workerd is not installed (`alarmkit calibrate --install-only`, needs Node.js)")
+    try:
+        workerd_version(binary)
+    except (OSError, subprocess.SubprocessError, RuntimeError) as e:
+        pytest.skip(f"workerd at {binary} does not run here: {e}")
+    return binary
