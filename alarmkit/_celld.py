@@ -21,7 +21,7 @@ handler re-armed and then failed, the new arm wins (as on success).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._runtime import SCHEDULERS
 from .errors import AlarmkitError
@@ -251,11 +251,6 @@ class CelldScheduler:
     # -- inspection ------------------------------------------------------------------------------------
     def wake_keys(self) -> list[str]:
         return sorted(wake_key(m, h.label) for h, ms in self.wake.items() for m in ms)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {h.label: {"at": r.at, "retry_count": r.counted, "retry": r.retry, "gen": r.gen,
-                          "wake": sorted(wake_key(m, h.label) for m in self.wake.get(h, ()))}
-                for h, r in self.rows.items()}
 
 
 def set_residency(sim: Simulation, resident_ms: int) -> None:

@@ -11,7 +11,7 @@ in memory and is lost on ``restart``, which reloads every row (revival).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Host, Simulation
@@ -177,9 +177,6 @@ class WorkerdScheduler:
             {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
         )
         self._arm_timer(entry, due)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {h.label: {"at": e.at, "status": e.status, "retry_count": e.counted} for h, e in self.entries.items()}
 
 
 def _direction(prev: int | None, at: int) -> str:

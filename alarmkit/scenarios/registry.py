@@ -7,6 +7,7 @@ function, and adds what every run reports: attempts, effects and the event count
 from __future__ import annotations
 
 import inspect
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -85,8 +86,6 @@ def summarize(events) -> dict:
         {"t_ms": int(t), "retry_count": int(r), "object_id": o}
         for t, r, o in zip(fires["t_ms"], fires["retry_count"], fires["object_id"])
     ]
-    import json
-
     eff = Counter()
     for d in events.loc[events["kind"] == "effect", "detail"]:
         e = json.loads(d)
