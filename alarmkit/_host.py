@@ -27,7 +27,7 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "__weakref__",
+        "code", "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -48,6 +48,7 @@ class Host:
         self.alarm_backend = sim.scheduler
         self.parent = parent
         self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
+        self.code = sim.buffer.register(namespace.binding, self.label)  # what the journal buffer logs
 
     def __repr__(self) -> str:
         return f"<Host {self.label}>"
@@ -154,7 +155,11 @@ class Host:
         return "user"
 
     def stage_alarm(self, at: int | None) -> None:
-        self.staged = (at, self.current_cause())
+        current = self.sim.kernel.current  # current_cause(), inlined for set_alarm's sake
+        if self.constructing or (current is not None and current.name == "constructor"):
+            self.staged = (at, "constructor")
+        else:
+            self.staged = (at, "user")
 
     def visible_alarm(self) -> int | None:
         self.check_alive()

@@ -19,6 +19,7 @@ from .errors import AlarmkitError, InternalError
 __all__ = ["Kernel", "Future", "Ready", "Task"]
 
 _PENDING = object()
+_COMPACT_MIN = 1024
 
 
 class Future:
@@ -103,8 +104,10 @@ class Task(Future):
 
     __slots__ = ("kernel", "name", "_coro", "awaits", "on_suspend", "data", "_killed")
 
-    def __init__(self, kernel: Kernel, coro, name: str = "", on_suspend=None, data: Any = None):
-        super().__init__()
+    def __init__(self, kernel: Kernel, coro, name: str = "", on_suspend=None, data: Any = None, start: bool = True):
+        self._value = _PENDING  # Future.__init__, inlined: a task per alarm() adds up
+        self._exc = None
+        self._callbacks = None
         self.kernel = kernel
         self.name = name
         self._coro = coro
@@ -112,7 +115,8 @@ class Task(Future):
         self.on_suspend = on_suspend
         self.data = data
         self._killed = False
-        kernel.call_soon(self._step, None, None)
+        if start:
+            kernel._ready.append((self._step, (None, None)))
 
     def _step(self, value: Any, exc: BaseException | None) -> None:
         if self._killed:
@@ -126,8 +130,12 @@ class Task(Future):
                 fut = self._coro.throw(exc)
         except StopIteration as stop:
             kernel.current = None
-            if not self._killed:
-                self.set_result(stop.value)
+            if not self._killed:  # set_result, inlined: this is every task's last step
+                self._value = stop.value
+                cbs, self._callbacks = self._callbacks, None
+                if cbs:
+                    for fn in cbs:
+                        fn(self)
             return
         except Exception as err:  # user code failed: the task's result is the error
             kernel.current = None
@@ -184,8 +192,10 @@ class Kernel:
         self.rng = random.Random(seed)
         self._heap: list[list] = []
         self._seq = 0
+        self._cancelled = 0  # cancelled entries still in the heap (an upper bound)
         self._ready: deque = deque()
         self.current: Task | None = None  # the task being stepped, for whoever asks
+        self._ready_none = Ready(self, None)  # immutable, so one serves every checkpoint(None)
 
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any) -> list:
@@ -202,10 +212,20 @@ class Kernel:
             raise InternalError(f"negative delay {delay}")
         return self.call_at(self.now + delay, fn, *args)
 
-    @staticmethod
-    def cancel(handle: list | None) -> None:
-        if handle is not None:
-            handle[2] = None
+    def cancel(self, handle: list | None) -> None:
+        if handle is None or handle[2] is None:
+            return
+        handle[2] = None
+        self._cancelled += 1
+        heap = self._heap
+        if self._cancelled > _COMPACT_MIN and 2 * self._cancelled > len(heap):
+            # A cancelled entry stays in the heap until its time comes; a runtime that arms and
+            # cancels a far timer per handler would grow it without bound. As asyncio does, drop
+            # them all once they are half the heap. (time, seq) is a total order, so the order
+            # timers fire in does not depend on the heap's layout.
+            heap[:] = [e for e in heap if e[2] is not None]
+            heapq.heapify(heap)
+            self._cancelled = 0
 
     def call_soon(self, fn: Callable, *args: Any) -> None:
         """Run ``fn(*args)`` as a microtask: now, before any timer."""
@@ -221,10 +241,18 @@ class Kernel:
 
     def checkpoint(self, value: Any = None) -> Ready:
         """An awaitable whose value is known now; awaiting it still suspends the task once."""
-        return Ready(self, value)
+        return self._ready_none if value is None else Ready(self, value)
 
     def spawn(self, coro, name: str = "", on_suspend=None, data: Any = None) -> Task:
         return Task(self, coro, name, on_suspend, data)
+
+    def start(self, task: Task) -> None:
+        """Start a task made with ``start=False``: its first step runs now if it would run next
+        anyway (no microtask waiting, no task running), else as a microtask."""
+        if self._ready or self.current is not None:
+            self._ready.append((task._step, (None, None)))
+        else:
+            task._step(None, None)
 
     def gather(self, *aws: Any) -> Future:
         """A future of the list of results, in order; the first failure fails it."""

@@ -121,9 +121,14 @@ class Storage:
 
     def set_alarm(self, scheduled_time: int | float) -> Future:
         host = self._host
-        host.check_alive()
-        host.stage_alarm(alarm_time(scheduled_time, host.sim.kernel.now))
-        return self._done(None)
+        if host.ctx is None:
+            host.check_alive()
+        kernel = host.sim.kernel
+        if scheduled_time.__class__ is int and scheduled_time > 0:  # the usual case, validated inline
+            host.stage_alarm(scheduled_time if scheduled_time > kernel.now else kernel.now)
+        else:
+            host.stage_alarm(alarm_time(scheduled_time, kernel.now))
+        return kernel._ready_none  # kernel.checkpoint(None)
 
     def delete_alarm(self) -> Future:
         self._host.check_alive()
@@ -143,12 +148,13 @@ class DurableObjectState:
 
     def __init__(self, host: Host) -> None:
         self._host = host
+        self._kernel = host.sim.kernel
         self.id = host.name
         self.storage = Storage(host)
 
     def now(self) -> int:
         """``Date.now()`` in virtual milliseconds."""
-        return self._host.sim.kernel.now
+        return self._kernel.now
 
     def sleep(self, ms: int) -> Future:
         """A timer inside the object (an external wait: other events may interleave)."""

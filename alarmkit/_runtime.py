@@ -5,9 +5,12 @@ into objects, RPC stubs and namespaces. Objects themselves live in ``_host.Host`
 from __future__ import annotations
 
 import inspect
+import sys
 from collections import deque
+from types import CoroutineType
 from typing import Any, Callable
 
+from ._events import WIDTH, EventBuffer, dump
 from ._host import _UNSET, Host  # noqa: F401 - _UNSET is re-exported for _facets
 from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
@@ -107,8 +110,8 @@ class Simulation:
         self._up: Future | None = None
         self.scenario = scenario
         self.db_pool = ConnectionPool()
-        self.rows: list[tuple] = []
-        self._seq = 0
+        self.buffer = EventBuffer()
+        self._buf = self.buffer.data  # log() appends here, WIDTH values per event
         self._limits: deque = deque()
         self._watchdog: list | None = None
         factory = SCHEDULERS.get(self.profile.scheduler)
@@ -117,9 +120,11 @@ class Simulation:
         self.scheduler = factory(self)
         self.journal = journal
         self.run_id = None
+        self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
         self.faults.install(self)
+        self._fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
 
     # -- time -----------------------------------------------------------------------------
     @property
@@ -178,59 +183,68 @@ class Simulation:
     def deliver_alarm(self, host: Host, scheduled: int, retry_count: int) -> Future:
         """Run ``alarm(info)`` in the object; resolves to ``(ok, counted)``."""
         out = Future()
-        self.deliver(host, scheduled, retry_count, lambda ok, counted: out.set_result((ok, counted)))
+        self.deliver(host, scheduled, retry_count, _resolve, out)
         return out
 
-    def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[bool, bool], None]) -> None:
-        """Run ``alarm(info)`` in the object, then call ``done(ok, counted)``."""
-        host.invocations += 1
-        n = host.invocations
-        self.log("fire", host, scheduled, None, retry_count, {"attempt": n, "late_ms": self.kernel.now - scheduled})
+    def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[Any, bool, bool], None], token: Any) -> None:
+        """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``."""
+        host.invocations = n = host.invocations + 1
+        self.log("fire", host, scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{self.kernel.now - scheduled}}}')
         if host.instance is not None and host.gate is None:
-            self._start_handler(host, scheduled, retry_count, n, done)
+            self._start_handler(host, scheduled, retry_count, n, done, token)
         else:  # asleep or gated: the constructor (and its block_concurrency_while) runs first
-            self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done), "deliver")
+            self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done, token), "deliver")
 
-    async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable) -> None:
+    async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
         try:
             host.ensure_live()
             await host.wait_gate()
         except Exception as err:  # noqa: BLE001 - a constructor's error is the attempt's failure
-            self._alarm_failed(host, scheduled, retry_count, err, done)
+            self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
-        self._start_handler(host, scheduled, retry_count, n, done)
+        self._start_handler(host, scheduled, retry_count, n, done, token)
 
-    def _start_handler(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable) -> None:
+    def _start_handler(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
         try:
-            self.faults.before_alarm(host, n, retry_count)
+            if self._fault_hooks:
+                self.faults.before_alarm(host, n, retry_count)
             handler = getattr(host.instance, "alarm", None)
             if handler is None:
                 raise AlarmkitError(
                     f"{type(host.instance).__name__} has no alarm(info) handler; define async def alarm(self, info)"
                 )
-            coro = handler(AlarmInfo(retry_count, retry_count > 0, scheduled))
-            if not inspect.iscoroutine(coro):
+            # AlarmInfo(retry_count, is_retry, scheduled_time), without NamedTuple's Python-level __new__
+            coro = handler(_new_tuple(AlarmInfo, (retry_count, retry_count > 0, scheduled)))
+            if coro.__class__ is not CoroutineType:
                 coro = _awaitable(coro) if inspect.isawaitable(coro) else _value(coro)
         except Exception as err:  # noqa: BLE001 - user code or an injected fault
-            self._alarm_failed(host, scheduled, retry_count, err, done)
+            self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
-        task = host.spawn(coro, "alarm")
-        self._watch(task)
-        task.add_done_callback(lambda t: self._alarm_done(host, scheduled, retry_count, t, done))
+        # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
+        task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
+        host.tasks[task] = None
+        task._callbacks = [self._alarm_done]
+        self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
+        if not task.done():
+            self._watch(task)  # one that finished without suspending cannot overrun its limit
 
-    def _alarm_done(self, host: Host, scheduled: int, retry_count: int, task: Task, done: Callable) -> None:
-        self._unwatch()
-        err = task.exception()
+    def _alarm_done(self, task: Task) -> None:
+        host, scheduled, retry_count, done, token = task.data
+        host._task_done(task)
+        if self._limits:
+            self._unwatch()
+        err = task._exc
         if err is None:
-            self.log("handler_ok", host, scheduled, None, retry_count, {"next_ms": host.alarm_backend.get(host)})
-            done(True, False)
+            nxt = host.alarm_backend.get(host)
+            self.log("handler_ok", host, scheduled, None, retry_count, _NEXT_NONE if nxt is None else f'{{"next_ms":{nxt}}}')
+            done(token, True, False)
         else:
-            self._alarm_failed(host, scheduled, retry_count, err, done)
+            self._alarm_failed(host, scheduled, retry_count, err, done, token)
 
-    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable) -> None:
+    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any) -> None:
         counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
         self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted))
-        done(False, counted)
+        done(token, False, counted)
 
     def _watch(self, task: Task) -> None:
         """The handler wall-clock limit. Deadlines are now + a constant, so one FIFO suffices."""
@@ -279,27 +293,32 @@ class Simulation:
         up.set_result(None)
 
     # -- journal --------------------------------------------------------------------------
-    def log(self, kind: str, host: Host | None, scheduled: int | None, prev: int | None, retry: int | None, detail: dict | None) -> None:
-        self._seq += 1
-        self.rows.append((
-            self._seq, self.kernel.now, host.namespace.binding if host else None, host.label if host else None,
-            kind, scheduled, prev, retry, detail,
-        ))
-        if self.journal is not None and len(self.rows) >= self.journal.batch_size:
+    def log(self, kind: str, host: Host | None, scheduled: int | None, prev: int | None, retry: int | None, detail: dict | str | None) -> None:
+        """Journal one event now. ``detail`` is a dict, or JSON text already (the hot paths')."""
+        if detail is not None and detail.__class__ is not str:
+            detail = dump(detail)  # now: the buffer holds text, which the GC and Arrow pass over
+        buf = self._buf
+        buf += (self.kernel.now, None if host is None else host.code, kind, scheduled, prev, retry, detail)
+        if len(buf) >= self._flush_len:
             self.flush()
 
     def flush(self) -> None:
         """Write buffered events to the journal (a checkpoint)."""
-        if self.journal is not None and self.rows:
-            rows, self.rows = self.rows, []
-            self.journal.write_events(self.run_id, rows)
+        if self.journal is not None and self._buf:
+            self.journal.write_events(self.run_id, self.buffer.take())
+
+    @property
+    def rows(self) -> list[tuple]:
+        """The events not yet written to a journal (all of them without one), as
+        ``(seq, t, namespace, object, kind, scheduled, prev, retry, detail)`` tuples."""
+        return self.buffer.batch().rows()
 
     def events(self):
         """This run's events as a DataFrame."""
         if self.journal is None:
             from .journal import rows_to_frame
 
-            return rows_to_frame(None, self.rows)
+            return rows_to_frame(None, self.buffer.batch())
         self.flush()
         return self.journal.events(self.run_id)
 
@@ -333,6 +352,14 @@ class Inspector:
     @property
     def instance(self) -> DurableObject | None:
         return self._host.instance
+
+
+_new_tuple = tuple.__new__
+_NEXT_NONE = '{"next_ms":null}'
+
+
+def _resolve(out: Future, ok: bool, counted: bool) -> None:
+    out.set_result((ok, counted))
 
 
 async def _value(value: Any) -> Any:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._events import dump
+from .faults import Faults
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Host, Simulation
 
@@ -21,7 +24,8 @@ _NONE = None
 
 
 class Entry:
-    __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer", "rearmed")
+    __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer", "rearmed",
+                 "consume")
 
     def __init__(self, host: Host, at: int) -> None:
         self.host = host
@@ -34,6 +38,7 @@ class Entry:
         self.prev_counted = False  # alarm-scheduler.h: previousRetryCountedAgainstLimit = false
         self.timer: list | None = None
         self.rearmed = False  # set_alarm was called while this entry's handler ran
+        self.consume = False  # this run consumes an overdue stored alarm (see _fire)
 
 
 class WorkerdScheduler:
@@ -45,6 +50,10 @@ class WorkerdScheduler:
         self.profile = sim.profile
         self.rows: dict[Host, int] = {}  # durable: survives restart
         self.entries: dict[Host, Entry] = {}  # in memory
+        self._fire_latency = sim.faults.fire_latency
+        self._latency = sim.profile.fire_latency
+        # a fixed latency and no latency fault: a constant, no call per fire
+        self._late = self._latency.ms if self._latency.kind == "fixed" and type(sim.faults) is Faults else None
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -62,7 +71,7 @@ class WorkerdScheduler:
         """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
         prev = self.rows.get(host)
         self.rows[host] = at
-        self.sim.log("arm", host, at, prev, None, {"direction": _direction(prev, at), "cause": cause})
+        self.sim.log("arm", host, at, prev, None, _arm_detail(_direction(prev, at), cause))
         entry = self.entries.get(host)
         if entry is None:
             self.entries[host] = self._schedule(host, at)
@@ -113,7 +122,7 @@ class WorkerdScheduler:
 
     def _arm_timer(self, entry: Entry, due: int) -> None:
         # checkTimestamp: never fire before the scheduled time; then the delivery latency
-        late = self.sim.faults.fire_latency(entry.host, self.profile.fire_latency, self.kernel.rng)
+        late = self._late if self._late is not None else self._fire_latency(entry.host, self._latency, self.kernel.rng)
         entry.timer = self.kernel.call_at(due + late, self._fire, entry)
 
     def _fire(self, entry: Entry) -> None:
@@ -122,23 +131,23 @@ class WorkerdScheduler:
         entry.status = STARTED
         entry.rearmed = False
         stored = self.rows.get(host)
-        consume = False
+        entry.consume = False
         if stored != entry.at:
             # actor-sqlite armAlarmHandler, when the object's stored alarm differs from this run's:
             # if the stored alarm is already due, "running despite AlarmManager mismatch" (and success
             # deletes it); otherwise the run is cancelled and the stored alarm (if any) runs later
             if stored is None or stored > self.kernel.now:
                 self.sim.log("fire_skipped", host, entry.at, stored, entry.counted, {"reason": "stored alarm changed"})
-                self._finished(entry, ok=True, counted=False)
+                self._finished(entry, True, False)
                 return
-            consume = True
-        self.sim.deliver(host, entry.at, entry.counted, lambda ok, counted: self._finished(entry, ok, counted, consume))
+            entry.consume = True
+        self.sim.deliver(host, entry.at, entry.counted, self._finished, entry)
 
-    def _finished(self, entry: Entry, ok: bool, counted: bool, consume: bool = False) -> None:
+    def _finished(self, entry: Entry, ok: bool, counted: bool) -> None:
         host = entry.host
         if self.entries.get(host) is not entry:
             return  # the runtime restarted while the handler ran
-        if ok and consume and not entry.rearmed:
+        if ok and entry.consume and not entry.rearmed:
             # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
             entry.queued = _NONE
         if entry.queued is not _NONE:
@@ -146,7 +155,7 @@ class WorkerdScheduler:
             # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused
             at = entry.queued
             entry.__init__(host, at)
-            self._arm_timer(entry, max(at, self.kernel.now))
+            self._arm_timer(entry, at if at > self.kernel.now else self.kernel.now)
             return
         entry.status = FINISHED
         if ok:
@@ -171,12 +180,23 @@ class WorkerdScheduler:
         entry.backoff += 1
         entry.retry += 1
         due = self.kernel.now + base + jitter
-        self.sim.log("arm", host, due, entry.at, entry.counted, {"direction": _direction(entry.at, due), "cause": "retry"})
+        self.sim.log("arm", host, due, entry.at, entry.counted, _arm_detail(_direction(entry.at, due), "retry"))
         self.sim.log(
             "retry_scheduled", host, due, entry.at, entry.counted,
             {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
         )
         self._arm_timer(entry, due)
+
+
+_ARM_DETAILS: dict[tuple[str, str], str] = {}
+
+
+def _arm_detail(direction: str, cause: str) -> str:
+    """An arm's detail as JSON text, made once per (direction, cause)."""
+    text = _ARM_DETAILS.get((direction, cause))
+    if text is None:
+        text = _ARM_DETAILS[(direction, cause)] = dump({"direction": direction, "cause": cause})
+    return text
 
 
 def _direction(prev: int | None, at: int) -> str:

@@ -105,3 +105,73 @@ def test_unknown_run_lists_the_known_ones():
         run_scenario("lease-normal", journal=j)
         with pytest.raises(AlarmkitError, match=r"^no run 7 in the journal; runs here: \[1\]$"):
             j.run(7)
+
+
+def test_buffered_rows_round_trip_through_arrow_and_duckdb(tmp_path):
+    # the runtime buffers events as a flat list with host codes and pre-formatted JSON; what the
+    # checkers read (sim.rows), the in-memory frame and the journal must be the same events
+    sim = Simulation(seed=3, scenario="rt")
+    ledger = sim.namespace("LEASES", LeaseLab).get("x")
+    sim.call(ledger.grant("a", 300))
+    sim.log("deploy", None, None, None, None, {"version": "v<2>", "hosts": ("a", "b")})
+    sim.run()
+    rows = sim.rows
+    kinds = [row[4] for row in rows]
+    assert kinds[:2] == ["construct", "call"] and kinds.count("fire") == 1 and kinds.count("deploy") == 1
+    fire = rows[kinds.index("fire")]
+    assert fire[2:4] == ("LEASES", "x") and fire[8] == {"attempt": 1, "late_ms": fire[1] - fire[5]}
+    assert rows[kinds.index("deploy")][2:4] == (None, None)
+    j = Journal(tmp_path / "rt.duckdb")
+    run_id = j.start_run("rt", "workerd", 3, {})
+    j.write_events(run_id, sim.buffer.batch())
+    ev = j.events(run_id)
+    assert ev["seq"].tolist() == [row[0] for row in rows] == list(range(1, len(rows) + 1))
+    assert ev["object_id"].tolist()[:2] == ["x", "x"] and ev["kind"].tolist() == kinds
+    assert ev["scheduled_ms"].tolist()[kinds.index("fire")] == fire[5]
+    details = [None if d is None else json.loads(d) for d in ev["detail"]]  # missing detail is None
+    assert details[kinds.index("fire")] == fire[8]
+    assert details[kinds.index("deploy")] == {"version": "v<2>", "hosts": ["a", "b"]}
+    mem = sim.events()  # without a journal: the same frame, from the buffer
+    assert mem["kind"].tolist() == kinds and mem["detail"].tolist() == ev["detail"].tolist()
+    assert str(mem["object_id"].dtype) == str(ev["object_id"].dtype) == "object"
+    j.close()
+
+
+def test_seq_continues_across_flushes_and_take_empties_the_buffer(tmp_path):
+    j = Journal(tmp_path / "seq.duckdb", batch_size=7)
+    r = run_scenario("lease-normal", seed=1, journal=j)
+    seqs = j.events(r["run_id"])["seq"].tolist()
+    assert seqs == list(range(1, r["events"] + 1)) and r["events"] > 7
+    j.close()
+
+
+def test_a_failed_background_write_is_a_clear_error_and_keeps_every_event(tmp_path):
+    path = tmp_path / "w.duckdb"
+    j = Journal(path)
+    sim = Simulation(journal=j, scenario="w")
+    ledger = sim.namespace("LEASES", LeaseLab).get("x")
+    sim.call(ledger.grant("a", 300))
+    sim.flush()
+    first = len(j.events(sim.run_id))
+    cursor = j._wcon
+
+    class FullDisk:  # the writer thread's cursor, on a disk that just filled up
+        def from_arrow(self, table):
+            raise duckdb.IOException("No space left on device")
+
+    j._wcon = FullDisk()
+    sim.run()
+    sim.flush()  # handed to the writer thread, which fails
+    with pytest.raises(AlarmkitError, match=rf"^journal {path}: a batch of \d+ events could not be written "
+                                            r"\(.*No space left on device\); earlier batches are in"):
+        j.events(sim.run_id)
+    j._wcon = cursor
+    assert len(j.events(sim.run_id)) == first > 0  # the reader works again; nothing earlier was lost
+    (lost,) = j.unwritten
+    assert lost.column("kind").to_pylist()[:1] == ["fire"] and lost.column("seq").to_pylist()[0] == first + 1
+    j.close()
+
+
+def test_batch_size_must_be_a_positive_int(tmp_path):
+    with pytest.raises(AlarmkitError, match=r"batch_size must be a positive int of events, got 0"):
+        Journal(tmp_path / "b.duckdb", batch_size=0)

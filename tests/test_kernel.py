@@ -157,3 +157,31 @@ def test_one_seeded_random_source():
     assert [Kernel(7).rng.random() for _ in range(2)] == [Kernel(7).rng.random()] * 2
     with pytest.raises(AlarmkitError, match=r"^seed must be an int, got '7'$"):
         Kernel("7")
+
+
+def test_cancelled_timers_are_compacted_and_order_is_kept():
+    # a runtime that arms and cancels a far timer per event (the handler watchdog did) must not
+    # grow the heap without bound; dropping them all must not change the order timers fire in
+    k = Kernel()
+    seen, keep, sizes = [], [], []
+    for i in range(20_000):
+        if i % 20 == 0:
+            k.call_at(1_000 + i % 7, seen.append, i)
+            keep.append(i)
+        k.cancel(k.call_at(900_000, seen.append, -i))
+        sizes.append(len(k._heap))
+    assert max(sizes) <= 1_000 + 1_025  # live timers + at most the compaction threshold
+    k.cancel(None)  # no handle: nothing happens
+    k.run()
+    assert seen == sorted(keep, key=lambda i: (1_000 + i % 7, i))
+    assert k.now == 1_006  # the cancelled far timers do not move the clock
+
+
+def test_cancelling_twice_counts_once():
+    k = Kernel()
+    handle = k.call_at(10, print)
+    k.cancel(handle)
+    k.cancel(handle)
+    assert k._cancelled == 1
+    k.run()
+    assert k.now == 0
