@@ -54,12 +54,18 @@ def test_events_are_written_in_batches_not_row_by_row(tmp_path, monkeypatch):
     j.close()
 
 
+def _ledger(path, grant_ms):
+    """A journal on disk, a simulation writing to it, one ledger granted lease "a"."""
+    j = Journal(path)
+    sim = Simulation(journal=j, scenario=path.stem)
+    ledger = sim.namespace("LEASES", LeaseLab).get("x")
+    sim.call(ledger.grant("a", grant_ms))
+    return j, sim, ledger
+
+
 def test_user_code_failure_loses_nothing_already_recorded(tmp_path):
     path = tmp_path / "keep.duckdb"
-    j = Journal(path)
-    sim = Simulation(journal=j, scenario="misbehaving")
-    ledger = sim.namespace("LEASES", LeaseLab).get("x")
-    sim.call(ledger.grant("a", 100))
+    j, sim, ledger = _ledger(path, grant_ms=100)
     with pytest.raises(TypeError):
         sim.call(ledger.grant("b", "soon"))  # ctx.now() + "soon": the user's TypeError
     sim.run()
@@ -137,7 +143,7 @@ def test_buffered_rows_round_trip_through_arrow_and_duckdb(tmp_path):
     j.close()
 
 
-def test_seq_continues_across_flushes_and_take_empties_the_buffer(tmp_path):
+def test_seq_continues_across_flushes(tmp_path):
     j = Journal(tmp_path / "seq.duckdb", batch_size=7)
     r = run_scenario("lease-normal", seed=1, journal=j)
     seqs = j.events(r["run_id"])["seq"].tolist()
@@ -147,10 +153,7 @@ def test_seq_continues_across_flushes_and_take_empties_the_buffer(tmp_path):
 
 def test_a_failed_background_write_is_a_clear_error_and_keeps_every_event(tmp_path):
     path = tmp_path / "w.duckdb"
-    j = Journal(path)
-    sim = Simulation(journal=j, scenario="w")
-    ledger = sim.namespace("LEASES", LeaseLab).get("x")
-    sim.call(ledger.grant("a", 300))
+    j, sim, _ = _ledger(path, grant_ms=300)
     sim.flush()
     first = len(j.events(sim.run_id))
     cursor = j._wcon
