@@ -33,6 +33,8 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1) ->
         folder.mkdir(parents=True, exist_ok=True)
         for r in tqdm(results, desc="reports", unit="file"):
             r["report_html"] = str(export_run(journal, r["run_id"], folder / f"{_file_name(r['scenario'])}.html"))
-    print(f"wrote {sum(r['events'] for r in results)} events from {len(results)} runs to {path}")
+        # counted in the file: a comparing scenario journals a second run beside its own
+        events, runs = journal.sql("SELECT count(*) AS e, count(DISTINCT run_id) AS r FROM events").iloc[0]
+    print(f"wrote {events} events from {runs} runs of {len(results)} scenarios to {path}")
     print(f"wrote {len(results)} HTML reports to {folder}/ (open them in a browser; they work offline)")
     return results

@@ -414,13 +414,17 @@ def test_cli_export_writes_the_report_and_names_the_known_runs_on_a_bad_id(tmp_p
 
 
 @pytest.mark.slow
-def test_the_demo_writes_one_report_per_scenario_named_after_it(tmp_path):
+def test_the_demo_writes_one_report_per_scenario_named_after_it(tmp_path, capsys):
     from alarmkit.demo import run_demo
 
     results = run_demo(db=str(tmp_path / "j.duckdb"), out=str(tmp_path / "reports"), seed=1)
     names = sorted(p.name for p in (tmp_path / "reports").iterdir())
     assert names == sorted(f"{s.name}.html" for s in ak.list_scenarios())
     assert all(r["report_html"].endswith(f"{r['scenario']}.html") for r in results)
+    with ak.Journal(tmp_path / "j.duckdb") as j:  # the summary line counts what is in the file
+        events, runs = len(j.events()), len(j.runs())
+    assert runs > len(results)  # keepalive-celld-vs-workerd journals its workerd peer as a run too
+    assert f"wrote {events} events from {runs} runs of {len(results)} scenarios to" in capsys.readouterr().out
 
 
 def test_fmt_ms_is_exact_and_readable():
