@@ -36,8 +36,9 @@ EVENT_KINDS = [
     "keepalive_fire", "revival", "deploy", "wake", "bucket",
 ]
 
-# DuckDB's row group is 122,880 rows; appends smaller than one cost ~3x more per row (measured
-# with duckdb 1.x/2.0: 50,000-row batches 0.55 s per 604k events in memory, 122,880-row 0.14 s)
+# DuckDB's row group is 122,880 rows. Appends smaller than one cost about 3x more per row (duckdb
+# 2.0, 604k events in memory: 0.55 s in 50,000-row batches, 0.14 s in 122,880-row ones); two row
+# groups per batch let DuckDB insert on both cores.
 BATCH_SIZE = 2 * 122_880
 
 _SCHEMA = """
@@ -108,8 +109,8 @@ class Journal:
         except duckdb.Error as err:
             raise AlarmkitError(f"{self.path} is not a DuckDB journal ({err}); pass a new path or a journal file") from None
         self._con.execute(_SCHEMA)
-        try:  # FSST's analysis costs ~0.25 us per inserted row and wins nothing on journal text,
-            # which dictionary compression already shrinks (same file size, measured on 600k events)
+        try:  # FSST's analysis cost ~0.25 us per inserted row, and without it the file of 600k
+            # benchmark events came out the same size (dictionary compression does the work)
             self._con.execute("SET disabled_compression_methods='fsst'")
         except duckdb.Error:  # pragma: no cover - an older DuckDB without the setting
             pass
@@ -135,7 +136,11 @@ class Journal:
         if not len(rows):
             return
         table = _table(run_id, rows)
-        self._wait()  # at most one batch in flight: memory stays bounded, order is kept
+        try:
+            self._wait()  # at most one batch in flight: memory stays bounded, order is kept
+        except AlarmkitError:
+            self.unwritten.append(table)  # not sent after a failure: kept, in order, with it
+            raise
         if self._wcon is None:
             self._wcon = self._con.cursor()  # DuckDB's way to use one database from another thread
         # DuckDB inserts without holding the GIL, so the simulation runs on meanwhile. A thread per
@@ -162,7 +167,8 @@ class Journal:
             self.unwritten.append(table)
             raise AlarmkitError(
                 f"journal {self.path or ':memory:'}: a batch of {len(table):,} events could not be written "
-                f"({result[0]}); earlier batches are in, this one is kept in journal.unwritten (Arrow tables); "
+                f"({result[0]}); earlier batches are in, this one (and any handed over with this call) is kept "
+                "in journal.unwritten as Arrow tables; "
                 "free disk space or pass another --db and run again"
             ) from result[0]
 

@@ -165,13 +165,16 @@ def test_a_failed_background_write_is_a_clear_error_and_keeps_every_event(tmp_pa
     j._wcon = FullDisk()
     sim.run()
     sim.flush()  # handed to the writer thread, which fails
+    sim.log("deploy", None, None, None, None, {"version": "v2"})
     with pytest.raises(AlarmkitError, match=rf"^journal {path}: a batch of \d+ events could not be written "
                                             r"\(.*No space left on device\); earlier batches are in"):
-        j.events(sim.run_id)
+        sim.flush()  # the next batch finds the failure: it is kept too, not dropped
     j._wcon = cursor
     assert len(j.events(sim.run_id)) == first > 0  # the reader works again; nothing earlier was lost
-    (lost,) = j.unwritten
+    lost, later = j.unwritten
     assert lost.column("kind").to_pylist()[:1] == ["fire"] and lost.column("seq").to_pylist()[0] == first + 1
+    assert later.column("kind").to_pylist() == ["deploy"]
+    assert later.column("seq").to_pylist() == [lost.column("seq").to_pylist()[-1] + 1]
     j.close()
 
 
