@@ -96,12 +96,12 @@ def bench_simpy(processes: int, timeouts: int) -> tuple[float, int]:
     return time.perf_counter() - t0, done[0]
 
 
-def bench_ingest(events: int, db: Path) -> tuple[float, float]:
+def bench_ingest(events: int, db: Path) -> tuple[float, float, int]:
     """Journal ingest alone: ``events`` buffered events, in the batches a simulation hands over,
     from the runtime's buffer into a DuckDB file (Arrow conversion, the writer thread, close).
     The events are logged first through ``Simulation.log``, timed apart: that is the runtime's
     cost, paid in benchmark 1. The mix is benchmark 1's: arm, fire and handler_ok on 10,000
-    objects, details as the runtime writes them. Returns (ingest seconds, logging seconds)."""
+    objects, details as the runtime writes them. Returns (ingest seconds, logging seconds, events)."""
     sim = Simulation(seed=1, scenario="bench-ingest")  # no journal: log() only buffers
     ns = sim.namespace("R", Rearm)
     hosts = [ns.get(f"o{i}")._host for i in range(10_000)]
@@ -128,7 +128,7 @@ def bench_ingest(events: int, db: Path) -> tuple[float, float]:
     with Journal(db) as check:
         n = check.sql("SELECT count(*) AS n FROM events")["n"][0]
     assert n == len(data) // WIDTH, (n, len(data) // WIDTH)
-    return wall, log_wall
+    return wall, log_wall, int(n)
 
 
 LEASES_CHILD = """
@@ -189,8 +189,8 @@ def main() -> None:
               f"paired runs {pairs[0]:.2f}x..{pairs[-1]:.2f}x)")
 
         runs = [bench_ingest(events, tmp / f"ingest-{rep}.duckdb") for rep in range(a.repeat)]
-        ing_wall, log_wall = min(w for w, _ in runs), min(lw for _, lw in runs)
-        rates = sorted(events / w / 1e6 for w, _ in runs)
+        ing_wall, log_wall, events = min(w for w, _, _ in runs), min(lw for _, lw, _ in runs), runs[0][2]
+        rates = sorted(events / w / 1e6 for w, _, _ in runs)
         out["ingest"] = {"events": events, "per_s": events / ing_wall, "log_per_s": events / log_wall,
                          "both_per_s": events / (ing_wall + log_wall), "runs_x_target": rates}
         print(f"2. journal ingest (best of {a.repeat}): {events:,} buffered events into a DuckDB file in "
