@@ -53,6 +53,8 @@ class SqlStorage:
 
 def alarm_time(value: Any, now: int) -> int:
     """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++)."""
+    if value.__class__ is int and value > 0:  # the usual case, first and cheap
+        return value if value > now else now
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
             f"set_alarm() needs a time in epoch milliseconds (int or float), got {value!r}; "
@@ -124,10 +126,7 @@ class Storage:
         if host.ctx is None:
             host.check_alive()
         kernel = host.sim.kernel
-        if scheduled_time.__class__ is int and scheduled_time > 0:  # the usual case, validated inline
-            host.stage_alarm(scheduled_time if scheduled_time > kernel.now else kernel.now)
-        else:
-            host.stage_alarm(alarm_time(scheduled_time, kernel.now))
+        host.stage_alarm(alarm_time(scheduled_time, kernel.now))
         return kernel._ready_none  # kernel.checkpoint(None)
 
     def delete_alarm(self) -> Future:

@@ -104,6 +104,7 @@ class Simulation:
         self.kernel = Kernel(seed)
         self.seed = seed
         self.faults = faults or Faults()
+        self.fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
         self.env = _Env()
         self.namespaces: dict[str, Namespace] = {}
         self.down = False
@@ -124,7 +125,6 @@ class Simulation:
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
         self.faults.install(self)
-        self._fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
 
     # -- time -----------------------------------------------------------------------------
     @property
@@ -206,7 +206,7 @@ class Simulation:
 
     def _start_handler(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
         try:
-            if self._fault_hooks:
+            if self.fault_hooks:
                 self.faults.before_alarm(host, n, retry_count)
             handler = getattr(host.instance, "alarm", None)
             if handler is None:

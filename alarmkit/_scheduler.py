@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._events import dump
-from .faults import Faults
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Host, Simulation
@@ -53,7 +52,7 @@ class WorkerdScheduler:
         self._fire_latency = sim.faults.fire_latency
         self._latency = sim.profile.fire_latency
         # a fixed latency and no latency fault: a constant, no call per fire
-        self._late = self._latency.ms if self._latency.kind == "fixed" and type(sim.faults) is Faults else None
+        self._late = self._latency.ms if self._latency.kind == "fixed" and not sim.fault_hooks else None
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
