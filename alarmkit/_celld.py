@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ._events import direction
 from ._runtime import SCHEDULERS
 from .errors import AlarmkitError
 from .profiles import Latency, Profile, register_profile
@@ -84,7 +85,7 @@ class CelldScheduler:
         self._gen += 1
         self.rows[host] = _Row(at, self._gen)  # both counters reset, a new generation
         self.sim.log("arm", host, at, old.at if old else None, None,
-                     {"direction": _direction(old.at if old else None, at), "cause": cause, "gen": self._gen})
+                     {"direction": direction(old.at if old else None, at), "cause": cause, "gen": self._gen})
         self._cover(host, at)
         if host not in self.firing:
             self._arm_timer(host)
@@ -165,7 +166,7 @@ class CelldScheduler:
         if counted:
             row.counted += 1
         prev, row.at = row.at, self.kernel.now + delay
-        self.sim.log("arm", host, row.at, prev, row.counted, {"direction": _direction(prev, row.at), "cause": "retry"})
+        self.sim.log("arm", host, row.at, prev, row.counted, {"direction": direction(prev, row.at), "cause": "retry"})
         self.sim.log("retry_scheduled", host, row.at, prev, row.counted,
                      {"rung": shift, "base_ms": delay, "jitter_ms": 0, "delay_ms": delay, "counted": counted})
         self._cover(host, row.at)
@@ -260,12 +261,6 @@ def set_residency(sim: Simulation, resident_ms: int) -> None:
     if isinstance(resident_ms, bool) or not isinstance(resident_ms, int) or resident_ms <= 0:
         raise AlarmkitError(f"resident_ms must be a positive int of ms, got {resident_ms!r}")
     sim.profile = sim.scheduler.profile = sim.profile.replace(resident_ms=resident_ms, idle_evict_ms=resident_ms)
-
-
-def _direction(prev: int | None, at: int) -> str:
-    if prev is None:
-        return "new"
-    return "earlier" if at < prev else "later" if at > prev else "same"
 
 
 SCHEDULERS["celld"] = CelldScheduler

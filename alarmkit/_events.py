@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["EventBuffer", "EventBatch", "WIDTH", "dump"]
+__all__ = ["EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail"]
 
 WIDTH = 7  # values per event in the flat list
 
@@ -37,6 +37,25 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
         return None if detail is None else _encode(detail)
 
     _loads = json.loads
+
+
+def direction(prev: int | None, at: int | None) -> str:
+    """An arm against the alarm it replaces: ``new`` (there was none), ``earlier``, ``later`` or ``same``."""
+    if prev is None or at is None:
+        return "new"
+    return "earlier" if at < prev else "later" if at > prev else "same"
+
+
+_ARM_DETAILS: dict[tuple[str, str], str] = {}
+
+
+def arm_detail(prev: int | None, at: int, cause: str) -> str:
+    """An arm's detail as JSON text, ``{"direction": ..., "cause": ...}``, made once per pair."""
+    key = ("new" if prev is None else "earlier" if at < prev else "later" if at > prev else "same", cause)
+    text = _ARM_DETAILS.get(key)
+    if text is None:
+        text = _ARM_DETAILS[key] = dump({"direction": key[0], "cause": cause})
+    return text
 
 
 class EventBuffer:

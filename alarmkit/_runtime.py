@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ._events import WIDTH, EventBuffer, dump
 from ._host import _UNSET, Host  # noqa: F401 - _UNSET is re-exported for _facets
-from ._kernel import Future, Kernel, Task
+from ._kernel import _PENDING, Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
@@ -115,6 +115,7 @@ class Simulation:
         self._buf = self.buffer.data  # log() appends here, WIDTH values per event
         self._limits: deque = deque()
         self._watchdog: list | None = None
+        self._alarm_done_cb = self._alarm_done  # bound once, not per alarm() task
         factory = SCHEDULERS.get(self.profile.scheduler)
         if factory is None:
             raise AlarmkitError(f"profile {self.profile.name!r} names scheduler {self.profile.scheduler!r}; known: {sorted(SCHEDULERS)}")
@@ -189,7 +190,10 @@ class Simulation:
     def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[Any, bool, bool], None], token: Any) -> None:
         """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``."""
         host.invocations = n = host.invocations + 1
-        self.log("fire", host, scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{self.kernel.now - scheduled}}}')
+        now, buf = self.kernel.now, self._buf  # log(), inlined: the fire and handler_ok of every delivery
+        buf += (now, host.code, "fire", scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{now - scheduled}}}')
+        if len(buf) >= self._flush_len:
+            self.flush()
         if host.instance is not None and host.gate is None:
             self._start_handler(host, scheduled, retry_count, n, done, token)
         else:  # asleep or gated: the constructor (and its block_concurrency_while) runs first
@@ -221,11 +225,15 @@ class Simulation:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
         # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
-        task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
+        kernel = self.kernel
+        task = Task(kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
         host.tasks[task] = None
-        task._callbacks = [self._alarm_done]
-        self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
-        if not task.done():
+        task._callbacks = [self._alarm_done_cb]
+        if kernel._ready or kernel.current is not None:  # kernel.start(task), inlined
+            kernel._ready.append((task._step, (None, None)))
+        else:  # from a timer the handler runs now: nothing else would run before it
+            task._step(None, None)
+        if task._value is _PENDING and task._exc is None:
             self._watch(task)  # one that finished without suspending cannot overrun its limit
 
     def _alarm_done(self, task: Task) -> None:
@@ -236,7 +244,8 @@ class Simulation:
         err = task._exc
         if err is None:
             nxt = host.alarm_backend.get(host)
-            self.log("handler_ok", host, scheduled, None, retry_count, _NEXT_NONE if nxt is None else f'{{"next_ms":{nxt}}}')
+            self._buf += (self.kernel.now, host.code, "handler_ok", scheduled, None, retry_count,
+                          _NEXT_NONE if nxt is None else f'{{"next_ms":{nxt}}}')  # log(), inlined; deliver() flushes
             done(token, True, False)
         else:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)

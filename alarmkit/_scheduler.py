@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._events import dump
+from ._events import arm_detail
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Host, Simulation
@@ -53,6 +53,7 @@ class WorkerdScheduler:
         self._latency = sim.profile.fire_latency
         # a fixed latency and no latency fault: a constant, no call per fire
         self._late = self._latency.ms if self._latency.kind == "fixed" and not sim.fault_hooks else None
+        self._fire_cb, self._finished_cb = self._fire, self._finished  # bound once, not per timer and fire
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -70,7 +71,7 @@ class WorkerdScheduler:
         """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
         prev = self.rows.get(host)
         self.rows[host] = at
-        self.sim.log("arm", host, at, prev, None, _arm_detail(_direction(prev, at), cause))
+        self.sim.log("arm", host, at, prev, None, arm_detail(prev, at, cause))
         entry = self.entries.get(host)
         if entry is None:
             self.entries[host] = self._schedule(host, at)
@@ -122,7 +123,7 @@ class WorkerdScheduler:
     def _arm_timer(self, entry: Entry, due: int) -> None:
         # checkTimestamp: never fire before the scheduled time; then the delivery latency
         late = self._late if self._late is not None else self._fire_latency(entry.host, self._latency, self.kernel.rng)
-        entry.timer = self.kernel.call_at(due + late, self._fire, entry)
+        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry)
 
     def _fire(self, entry: Entry) -> None:
         host = entry.host
@@ -140,7 +141,7 @@ class WorkerdScheduler:
                 self._finished(entry, True, False)
                 return
             entry.consume = True
-        self.sim.deliver(host, entry.at, entry.counted, self._finished, entry)
+        self.sim.deliver(host, entry.at, entry.counted, self._finished_cb, entry)
 
     def _finished(self, entry: Entry, ok: bool, counted: bool) -> None:
         host = entry.host
@@ -179,26 +180,10 @@ class WorkerdScheduler:
         entry.backoff += 1
         entry.retry += 1
         due = self.kernel.now + base + jitter
-        self.sim.log("arm", host, due, entry.at, entry.counted, _arm_detail(_direction(entry.at, due), "retry"))
+        self.sim.log("arm", host, due, entry.at, entry.counted, arm_detail(entry.at, due, "retry"))
         self.sim.log(
             "retry_scheduled", host, due, entry.at, entry.counted,
             {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
         )
         self._arm_timer(entry, due)
 
-
-_ARM_DETAILS: dict[tuple[str, str], str] = {}
-
-
-def _arm_detail(direction: str, cause: str) -> str:
-    """An arm's detail as JSON text, made once per (direction, cause)."""
-    text = _ARM_DETAILS.get((direction, cause))
-    if text is None:
-        text = _ARM_DETAILS[(direction, cause)] = dump({"direction": direction, "cause": cause})
-    return text
-
-
-def _direction(prev: int | None, at: int) -> str:
-    if prev is None:
-        return "new"
-    return "earlier" if at < prev else "later" if at > prev else "same"

@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from .._events import direction
+
 __all__ = ["canonical_object", "import_result", "twin_rows", "REAL_PROFILE_PREFIX"]
 
 REAL_PROFILE_PREFIX = "workerd-real@"
@@ -90,7 +92,7 @@ def twin_rows(result: dict) -> list[tuple]:
             prev = _rel(d.get("previous"), t0)
             src = d.get("src")
             add(t, obj, "arm", stored, prev, None, {
-                "direction": _direction(prev, stored), "cause": "constructor" if src == "construct" else "user",
+                "direction": direction(prev, stored), "cause": "constructor" if src == "construct" else "user",
                 "src": src, "requested": sched})
             if src == "construct" and prev is None and sched is not None and sched <= t:
                 # the constructor re-armed an overdue lease that had no alarm: what the simulator calls revive
@@ -124,12 +126,6 @@ def twin_rows(result: dict) -> list[tuple]:
         add(int(result["restart_at"]), None, "restart", detail={"downtime_ms": max(0, int(down))})
     rows.sort(key=lambda r: r[0])  # stable: same-ms rows keep the twin's order
     return [(i + 1, *row) for i, row in enumerate(rows)]
-
-
-def _direction(prev: Any, at: Any) -> str:
-    if prev is None or at is None:
-        return "new"
-    return "earlier" if at < prev else "later" if at > prev else "same"
 
 
 def import_result(journal: Any, name: str, result: dict, version: str, params: Optional[dict] = None) -> int:
