@@ -7,7 +7,7 @@ import sys
 import duckdb
 import pytest
 
-from alarmkit import AlarmkitError, Journal, JournalLocked, Simulation, run_scenario
+from alarmkit import AlarmkitError, DurableObject, Journal, JournalLocked, Simulation, run_scenario
 from alarmkit.scenarios.lease import LeaseLab
 
 
@@ -181,3 +181,42 @@ def test_a_failed_background_write_is_a_clear_error_and_keeps_every_event(tmp_pa
 def test_batch_size_must_be_a_positive_int(tmp_path):
     with pytest.raises(AlarmkitError, match=r"batch_size must be a positive int of events, got 0"):
         Journal(tmp_path / "b.duckdb", batch_size=0)
+
+
+def test_arm_direction_and_detail_text():
+    from alarmkit._events import arm_detail, direction
+
+    assert [direction(None, 5), direction(5, None), direction(5, 3), direction(5, 9), direction(5, 5)] == [
+        "new", "new", "earlier", "later", "same"]
+    text = arm_detail(5, 3, "retry")
+    assert json.loads(text) == {"direction": "earlier", "cause": "retry"}
+    assert arm_detail(9, 1, "retry") is text  # made once per (direction, cause), then shared
+    assert json.loads(arm_detail(None, 7, "user")) == {"direction": "new", "cause": "user"}
+
+
+def test_buffer_flushes_at_batch_size_during_a_run(tmp_path):
+    """The hot path checks the batch size once per delivery: every batch but the last is full-ish."""
+    from alarmkit._events import WIDTH
+
+    class Rearm(DurableObject):
+        async def alarm(self, info):
+            if self.ctx.now() < 20_000:
+                self.ctx.storage.set_alarm(self.ctx.now() + 100)
+
+        async def start(self):
+            self.ctx.storage.set_alarm(100)
+
+    j = Journal(tmp_path / "j.duckdb", batch_size=50)
+    sizes = []
+    real = j.write_events
+    j.write_events = lambda run_id, rows: (sizes.append(len(rows)), real(run_id, rows))
+    sim = Simulation(journal=j)
+    sim.call(sim.namespace("R", Rearm).get("a").start())
+    sim.run()
+    assert len(sim.buffer.data) // WIDTH < 50  # what is left was not flushed yet
+    sim.close()
+    assert all(50 <= n < 53 for n in sizes[:-1]) and 0 < sizes[-1] <= 52, sizes
+    # construct, call, arm; then fires at 102, 204, ... (2 ms latency), re-arming while now < 20,000:
+    # 197 fires of fire + arm + handler_ok, the last without its arm; the idle eviction at the end
+    assert sum(sizes) == int(j.sql("SELECT count(*) AS n FROM events")["n"][0]) == 3 + 3 * 197 - 1 + 1
+    assert j.sql("SELECT max(t_ms) AS t FROM events WHERE kind = 'fire'")["t"][0] == 102 * 197
