@@ -220,3 +220,4 @@ def test_buffer_flushes_at_batch_size_during_a_run(tmp_path):
     # 197 fires of fire + arm + handler_ok, the last without its arm; the idle eviction at the end
     assert sum(sizes) == int(j.sql("SELECT count(*) AS n FROM events")["n"][0]) == 3 + 3 * 197 - 1 + 1
     assert j.sql("SELECT max(t_ms) AS t FROM events WHERE kind = 'fire'")["t"][0] == 102 * 197
+    j.close()
