@@ -18,3 +18,10 @@ def workerd_binary() -> str:
     except (OSError, subprocess.SubprocessError, RuntimeError) as e:
         pytest.skip(f"workerd at {binary} does not run here: {e}")
     return binary
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``leaves_threads`` run last. A Dask cluster run in this process leaves threads
+    behind it, and a process pool forked after that may lose a worker (a full run once failed with
+    BrokenProcessPool in test_explore's pool test, which used to run after test_dask_sweep)."""
+    items.sort(key=lambda item: item.get_closest_marker("leaves_threads") is not None)  # stable

@@ -7,6 +7,7 @@ from alarmkit import explore
 from alarmkit.explore import results_table
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.leaves_threads  # conftest runs these last: no process pool forks after them
 
 KW = dict(seeds=40, depth=2, crash_points="alarm", progress=False, quiet=True)
 
