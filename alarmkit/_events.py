@@ -51,6 +51,7 @@ _ARM_DETAILS: dict[tuple[str, str], str] = {}
 
 def arm_detail(prev: int | None, at: int, cause: str) -> str:
     """An arm's detail as JSON text, ``{"direction": ..., "cause": ...}``, made once per pair."""
+    # direction(prev, at), inlined: every committed set_alarm comes through here
     key = ("new" if prev is None else "earlier" if at < prev else "later" if at > prev else "same", cause)
     text = _ARM_DETAILS.get(key)
     if text is None:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ._events import WIDTH, EventBuffer, dump
 from ._host import _UNSET, Host  # noqa: F401 - _UNSET is re-exported for _facets
-from ._kernel import _PENDING, Future, Kernel, Task
+from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
@@ -225,15 +225,11 @@ class Simulation:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
         # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
-        kernel = self.kernel
-        task = Task(kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
+        task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
         host.tasks[task] = None
         task._callbacks = [self._alarm_done_cb]
-        if kernel._ready or kernel.current is not None:  # kernel.start(task), inlined
-            kernel._ready.append((task._step, (None, None)))
-        else:  # from a timer the handler runs now: nothing else would run before it
-            task._step(None, None)
-        if task._value is _PENDING and task._exc is None:
+        self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
+        if not task.done():
             self._watch(task)  # one that finished without suspending cannot overrun its limit
 
     def _alarm_done(self, task: Task) -> None:
