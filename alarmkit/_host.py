@@ -155,11 +155,7 @@ class Host:
         return "user"
 
     def stage_alarm(self, at: int | None) -> None:
-        current = self.sim.kernel.current  # current_cause(), inlined for set_alarm's sake
-        if self.constructing or (current is not None and current.name == "constructor"):
-            self.staged = (at, "constructor")
-        else:
-            self.staged = (at, "user")
+        self.staged = (at, self.current_cause())
 
     def visible_alarm(self) -> int | None:
         self.check_alive()

@@ -130,12 +130,9 @@ class Task(Future):
                 fut = self._coro.throw(exc)
         except StopIteration as stop:
             kernel.current = None
-            if not self._killed:  # set_result, inlined: this is every task's last step
+            if not self._killed:  # set_result without its done check: a live task is not done yet
                 self._value = stop.value
-                cbs, self._callbacks = self._callbacks, None
-                if cbs:
-                    for fn in cbs:
-                        fn(self)
+                self._fire()
             return
         except Exception as err:  # user code failed: the task's result is the error
             kernel.current = None
