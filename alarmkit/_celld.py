@@ -24,14 +24,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ._events import direction
-from ._runtime import SCHEDULERS
 from .errors import AlarmkitError
-from .profiles import Latency, Profile, register_profile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import Host, Simulation
+    from ._host import Host
+    from ._runtime import Simulation
 
-__all__ = ["CelldScheduler", "CELLD", "MINUTE_MS", "set_residency", "wake_key"]
+__all__ = ["CelldScheduler", "MINUTE_MS", "set_residency", "wake_key"]
 
 MINUTE_MS = 60_000
 _EPOCH = datetime(1970, 1, 1)
@@ -261,21 +260,3 @@ def set_residency(sim: Simulation, resident_ms: int) -> None:
     if isinstance(resident_ms, bool) or not isinstance(resident_ms, int) or resident_ms <= 0:
         raise AlarmkitError(f"resident_ms must be a positive int of ms, got {resident_ms!r}")
     sim.profile = sim.scheduler.profile = sim.profile.replace(resident_ms=resident_ms, idle_evict_ms=resident_ms)
-
-
-SCHEDULERS["celld"] = CelldScheduler
-
-CELLD = register_profile(Profile(
-    name="celld",
-    scheduler="celld",
-    retry_start_ms=2_000,  # crates/logic/alarm.rs: BACKOFF_BASE_MS = 2000
-    retry_max_tries=6,  # alarm.rs: RETRY_CEILING = 6 (counted retries; then the row is deleted)
-    backoff_max_shift=6,  # alarm.rs: MAX_BACKOFF_SHIFT = 6 (longest wait 128 s)
-    jitter_factor=0.0,  # celld has no jitter
-    fire_latency=Latency.fixed(2),  # a resident cell's timer: "a few ms", as for workerd (not quoted)
-    facet_alarms=None,  # celld has no facets: ctx.facets is not defined
-    waker_tick_ms=60_000,  # CELLD_WAKER_TICK_MS default
-    resident_ms=3_600_000,  # CELLD_ALARM_RESIDENT_MS default (1 h)
-    idle_evict_ms=3_600_000,  # = resident_ms: a cell is resident until then
-    version="0.3.0",
-))

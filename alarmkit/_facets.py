@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ._kernel import Future
 from ._object import AlarmInfo, DurableObject, alarm_time
-from ._runtime import _UNSET, Host, check_method
+from ._host import _UNSET, Host, check_method
 from .errors import AlarmkitError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import Simulation
+    from ._runtime import Simulation  # noqa: F401
 
 __all__ = [
     "ACTOR_BROKEN_MESSAGE", "FACET_BROKEN_MESSAGE", "ActorBroken", "AlarmProxyParent", "FacetAlarmError",

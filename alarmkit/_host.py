@@ -10,15 +10,24 @@ from typing import TYPE_CHECKING, Any, Callable
 from ._kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
-from .errors import ObjectCrashed
+from .errors import AlarmkitError, ObjectCrashed
 from .faults import InjectedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Namespace, Simulation
 
-__all__ = ["Host"]
+__all__ = ["Host", "check_method"]
 
 _UNSET = object()
+
+
+def check_method(cls: type, method: str, what: str = "") -> None:
+    """An RPC target must be a public method: name the ones there are when it is not."""
+    if method.startswith("_"):
+        raise AttributeError(method)
+    if not callable(getattr(cls, method, None)):
+        public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
+        raise AlarmkitError(f"{what}{cls.__name__} has no method {method!r}; its methods: {public}")
 
 
 class Host:

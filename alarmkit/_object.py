@@ -14,7 +14,7 @@ from ._kernel import Future
 from ._storage import Cursor
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import Host
+    from ._host import Host
 
 __all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "AlarmInfo"]
 
@@ -167,9 +167,7 @@ class DurableObjectState:
     @property
     def facets(self):
         """``ctx.facets`` (workerd): child objects hosted in this one; not defined on celld (AttributeError)."""
-        from ._facets import facets_of
-
-        return facets_of(self._host)
+        return self._host.sim.facets_of(self._host)
 
     def effect(self, name: str, key: Any = None, **detail: Any) -> Future:
         """Declare an external effect (a revoke, an email): journaled, and a place faults can strike."""

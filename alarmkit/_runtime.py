@@ -11,7 +11,9 @@ from types import CoroutineType
 from typing import Any, Callable
 
 from ._events import WIDTH, EventBuffer, dump
-from ._host import _UNSET, Host  # noqa: F401 - _UNSET is re-exported for _facets
+from ._celld import CelldScheduler
+from ._facets import facets_of
+from ._host import Host, check_method
 from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._scheduler import WorkerdScheduler
@@ -21,16 +23,8 @@ from .faults import Faults, UncountedFailure
 from .profiles import Profile, get_profile
 
 __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
-SCHEDULERS: dict[str, Callable[[Simulation], Any]] = {"workerd": WorkerdScheduler}
-
-
-def check_method(cls: type, method: str, what: str = "") -> None:
-    """An RPC target must be a public method: name the ones there are when it is not."""
-    if method.startswith("_"):
-        raise AttributeError(method)
-    if not callable(getattr(cls, method, None)):
-        public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
-        raise AlarmkitError(f"{what}{cls.__name__} has no method {method!r}; its methods: {public}")
+# every alarm backend a profile can name, registered here and nowhere else
+SCHEDULERS: dict[str, Callable[[Simulation], Any]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
 
 
 class Stub:
@@ -161,6 +155,10 @@ class Simulation:
 
     def make_ctx(self, host: Host) -> DurableObjectState:
         return DurableObjectState(host)
+
+    def facets_of(self, host: Host):
+        """``ctx.facets`` of ``host`` (what ``DurableObjectState.facets`` returns)."""
+        return facets_of(host)
 
     def inspect(self, stub: Stub) -> Inspector:
         return Inspector(self, stub._host)

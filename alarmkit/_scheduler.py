@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from ._events import arm_detail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import Host, Simulation
+    from ._host import Host
+    from ._runtime import Simulation
 
 WAITING, STARTED, FINISHED = "waiting", "started", "finished"
 _NONE = None

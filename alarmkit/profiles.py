@@ -146,6 +146,21 @@ PROFILES: dict[str, Profile] = {
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
     # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s
     "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, version="1.20261117.1"),
+    # celld (denoland/celld v0.3.0, snapshot 2026-08-20; its scheduler is alarmkit/_celld.py)
+    "celld": Profile(
+        name="celld",
+        scheduler="celld",
+        retry_start_ms=2_000,  # crates/logic/alarm.rs: BACKOFF_BASE_MS = 2000
+        retry_max_tries=6,  # alarm.rs: RETRY_CEILING = 6 (counted retries; then the row is deleted)
+        backoff_max_shift=6,  # alarm.rs: MAX_BACKOFF_SHIFT = 6 (longest wait 128 s)
+        jitter_factor=0.0,  # celld has no jitter
+        fire_latency=Latency.fixed(2),  # a resident cell's timer: "a few ms", as for workerd (not quoted)
+        facet_alarms=None,  # celld has no facets: ctx.facets is not defined
+        waker_tick_ms=60_000,  # CELLD_WAKER_TICK_MS default
+        resident_ms=3_600_000,  # CELLD_ALARM_RESIDENT_MS default (1 h)
+        idle_evict_ms=3_600_000,  # = resident_ms: a cell is resident until then
+        version="0.3.0",
+    ),
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 # name -> submodule; imported on first use, so that `alarmkit --help` does not load the twins
 _WHERE = {
     "Bands": "checks", "Check": "checks", "Verdict": "checks", "compare_results": "checks",
-    "Calibration": "compare", "calibrate": "compare", "probe_names": "compare", "recheck": "compare",
+    "Calibration": "calibration", "calibrate": "compare", "probe_names": "compare", "recheck": "compare",
     "run_real": "compare", "run_sim": "compare",
     "reference": "recorded", "reference_path": "recorded", "write_reference": "recorded",
     "SimWorkerd": "simbackend",

@@ -61,6 +61,7 @@ def install_only() -> int:
 def run_command(args: argparse.Namespace) -> int:
     from .compare import calibrate, recheck
     from .recorded import reference, write_reference
+    from .report import text_table, write_html
 
     if args.install_only:
         return install_only()
@@ -86,9 +87,9 @@ def run_command(args: argparse.Namespace) -> int:
         if args.record_reference is not None:
             say(f"wrote the reference run {write_reference(cal, args.record_reference or None)}")
     if args.out:
-        say(f"wrote {cal.write_html(args.out)}")
+        say(f"wrote {write_html(cal, args.out)}")
     if args.json:
         print(json.dumps(cal.to_dict(), default=str))
     else:
-        print(cal.table())
+        print(text_table(cal))
     return 0 if cal.match else 1

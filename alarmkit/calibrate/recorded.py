@@ -16,7 +16,7 @@ import duckdb
 
 from ..errors import AlarmkitError
 from ..journal import Journal
-from .compare import Calibration, load_tables, save
+from .calibration import Calibration, load_tables, save
 from .workerd import DEFAULT_VERSION
 
 __all__ = ["DATA_DIR", "reference", "reference_path", "write_reference"]

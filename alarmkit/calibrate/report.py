@@ -17,7 +17,7 @@ from ..report import report_html
 from .importer import canonical_object
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .compare import Calibration
+    from .calibration import Calibration
 
 __all__ = ["OVERLAY_KINDS", "band_figure", "details_figure", "overlay_events", "overlay_figure", "text_table", "write_html"]
 

@@ -1,0 +1,153 @@
+"""The package's shape: no import cycles (function-level imports included), and built-ins that
+use the public API only. Both read the source with ``ast``; nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "alarmkit"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph(include_type_checking: bool = False) -> dict[str, set[str]]:
+    """Module -> the alarmkit modules it imports anywhere in its body (lazy imports included).
+
+    ``from pkg import name`` counts as an import of ``pkg.name`` when that is a module, else of
+    ``pkg``. Imports under ``if TYPE_CHECKING:`` never run and are left out unless asked for."""
+    mods = modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        skip: set[int] = set()
+        if not include_type_checking:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                    skip.update(id(n) for b in node.body for n in ast.walk(b))
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = resolve(mod, is_pkg, node)
+                for a in node.names:
+                    full = f"{base}.{a.name}"
+                    targets.append(full if full in mods else base)
+            for t in targets:
+                if t in mods and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layers(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Modules by depth: layer 0 imports no alarmkit module; layer n imports only layers below n.
+    Modules on a cycle have no layer and are left out (``cycles`` names them)."""
+    depth: dict[str, int] = {}
+    remaining = dict(graph)
+    n = 0
+    while remaining:
+        ready = sorted(m for m, deps in remaining.items() if all(d in depth for d in deps if d != m))
+        if not ready:
+            break
+        for m in ready:
+            depth[m] = n
+            del remaining[m]
+        n += 1
+    return [sorted(m for m, d in depth.items() if d == i) for i in range(n)]
+
+
+def print_layers() -> None:  # pragma: no cover - run by hand: python tests/test_architecture.py
+    graph = import_graph()
+    for i, layer in enumerate(layers(graph)):
+        print(f"layer {i}: {', '.join(m.removeprefix('alarmkit.') or 'alarmkit' for m in layer)}")
+    placed = {m for layer in layers(graph) for m in layer}
+    above = sorted(m.removeprefix("alarmkit.") or "alarmkit" for m in graph if m not in placed)
+    if above:
+        print(f"no layer (on or above a cycle): {', '.join(above)}")
+    for comp in cycles(graph):
+        print("cycle:", " <-> ".join(m.removeprefix("alarmkit.") for m in comp))
+
+
+# -- the tests ---------------------------------------------------------------------------------------------
+def test_graph_sees_lazy_and_relative_imports():
+    graph = import_graph()
+    assert "alarmkit._kernel" in graph["alarmkit"]  # from ._kernel import ... in __init__
+    # cycles() finds a cycle when there is one, and names every module on it
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    found = cycles(import_graph())
+    assert not found, "import cycles (lazy imports included): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_runtime_core_reads_top_down():
+    """kernel -> storage/object -> host -> scheduler backends and facet hosting -> runtime -> scenarios:
+    nothing in the core imports a module after it in that order."""
+    order = ["_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_runtime", "scenarios"]
+    graph = import_graph()
+    rank = {f"alarmkit.{m}": i for i, m in enumerate(order)}
+    upward = [(a, b) for a in rank for b in graph.get(a, ()) if b in rank and rank[b] > rank[a]]
+    assert not upward, f"core modules importing upward: {upward}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print_layers()
