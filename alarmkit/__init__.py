@@ -3,15 +3,18 @@
 from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._runtime import Simulation, Stub
-from ._facets import ActorBroken, AlarmProxyParent, FacetBroken, FacetsUnavailable, facet_alarm_state
-from .errors import AlarmkitError, HandlerTimeout, InternalError, JournalLocked, ObjectCrashed, ScenarioError
-from .faults import FaultPlan, FaultPlanError, Faults, InjectedError, UncountedFailure
+from ._facets import AlarmProxyParent, facet_alarm_state
+from .errors import (
+    ActorBroken, AlarmkitError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError, HandlerTimeout,
+    InjectedError, InternalError, JournalLocked, ObjectCrashed, ScenarioError, SqlError, UncountedFailure,
+    WorkerdError,
+)
+from .faults import FaultPlan, Faults
 from .invariants import Obligation, Report, Violation, check, check_run
 from .explore import Counterexample, Exploration, FaultSpace, explore
 from .journal import Journal
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .scenarios import SCENARIOS, list_scenarios, run_scenario, scenario
-from ._storage import SqlError
 
 __version__ = "0.1.0"
 
@@ -22,5 +25,6 @@ __all__ = [
     "get_profile", "list_scenarios", "run_scenario", "scenario",
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore",
-    "ActorBroken", "AlarmProxyParent", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
+    "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
+    "WorkerdError",
 ]

@@ -26,10 +26,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ._kernel import Future
+from ._kernel import Future, wrap_awaitable
 from ._object import AlarmInfo, DurableObject, alarm_time
 from ._host import _UNSET, Host, check_method
-from .errors import AlarmkitError, ObjectCrashed
+from .errors import ActorBroken, AlarmkitError, FacetAlarmError, FacetBroken, FacetsUnavailable, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Simulation  # noqa: F401
@@ -44,22 +44,6 @@ ACTOR_BROKEN_MESSAGE = "alarms are not yet implemented for SQLite-backed Durable
 # workerd PR #7085 facet hooks; observed on workerd@1.20261117.1 (REFERENCE.md)
 FACET_BROKEN_MESSAGE = "Facets currently cannot set alarms."
 MODES = ("commit-breaks-facet", "commit-breaks-actor")
-
-
-class FacetsUnavailable(AlarmkitError, AttributeError):
-    """The runtime has no facets (celld): ``ctx.facets`` is not defined. ``hasattr(ctx, "facets")`` is False."""
-
-
-class FacetAlarmError(AlarmkitError):
-    """A facet's alarm write failed on the commit path (an ``Error`` in JavaScript: a counted failure)."""
-
-
-class FacetBroken(FacetAlarmError):
-    """``Facets currently cannot set alarms.``: the facet broke; its parent carries on."""
-
-
-class ActorBroken(FacetAlarmError):
-    """``alarms are not yet implemented for SQLite-backed Durable Objects``: the whole actor broke."""
 
 
 # -- facets ------------------------------------------------------------------------------------------------
@@ -283,16 +267,12 @@ async def _facet_rpc(stub: FacetStub, method: str, args: tuple, kwargs: dict) ->
     host.sim.log("call", host, None, None, None, {"method": method})
     result = getattr(instance, method)(*args, **kwargs)
     if hasattr(result, "__await__"):
-        value = await host.spawn(_awaitable(result), f"rpc:{method}")
+        value = await host.spawn(wrap_awaitable(result), f"rpc:{method}")
     else:
         host.commit()
         value = result
     await host.output_gate(f"rpc:{method}")
     return value
-
-
-async def _awaitable(aw: Any) -> Any:
-    return await aw
 
 
 # -- the parent-owned alarm proxy -------------------------------------------------------------------------

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ._kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
-from .errors import AlarmkitError, ObjectCrashed
-from .faults import InjectedError
+from .errors import AlarmkitError, InjectedError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Namespace, Simulation

@@ -347,7 +347,8 @@ class Kernel:
         return fut.result()
 
 
-async def _await(aw: Any) -> Any:
+async def wrap_awaitable(aw: Any) -> Any:
+    """A coroutine awaiting ``aw`` (any awaitable), for what runs only coroutines: the one such helper."""
     return await aw
 
 
@@ -355,6 +356,6 @@ def _as_coro(aw: Any):
     if hasattr(aw, "send") and hasattr(aw, "throw"):
         return aw
     if hasattr(aw, "__await__"):
-        return _await(aw)
+        return wrap_awaitable(aw)
     raise AlarmkitError(f"{aw!r} is not awaitable; pass a coroutine, a Future or a stub call")
 

@@ -10,15 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import AlarmkitError
+from .errors import AlarmkitError, FaultPlanError
 from .profiles import Latency
 
 # Cloudflare docs (storage API): alarms "can be delayed by up to a minute due to maintenance or failures"
 DOCUMENTED_MAX_LATE_MS = 60_000
-
-
-class FaultPlanError(AlarmkitError):
-    """A fault plan value (or file) with a bad field; the message names the field and what it allows."""
 
 
 

@@ -14,12 +14,12 @@ from ._events import WIDTH, EventBuffer, dump
 from ._celld import CelldScheduler
 from ._facets import facets_of
 from ._host import Host, check_method
-from ._kernel import Future, Kernel, Task
+from ._kernel import Future, Kernel, Task, wrap_awaitable
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
-from .errors import AlarmkitError, HandlerTimeout, ObjectCrashed
-from .faults import Faults, UncountedFailure
+from .errors import AlarmkitError, HandlerTimeout, ObjectCrashed, UncountedFailure
+from .faults import Faults
 from .profiles import Profile, get_profile
 
 __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
@@ -174,7 +174,7 @@ class Simulation:
         self.log("call", host, None, None, None, {"method": method})
         result = getattr(instance, method)(*args, **kwargs)
         if inspect.isawaitable(result):
-            return await host.spawn(_awaitable(result), f"rpc:{method}")
+            return await host.spawn(wrap_awaitable(result), f"rpc:{method}")
         host.commit()
         return result
 
@@ -218,7 +218,7 @@ class Simulation:
             # AlarmInfo(retry_count, is_retry, scheduled_time), without NamedTuple's Python-level __new__
             coro = handler(_new_tuple(AlarmInfo, (retry_count, retry_count > 0, scheduled)))
             if coro.__class__ is not CoroutineType:
-                coro = _awaitable(coro) if inspect.isawaitable(coro) else _value(coro)
+                coro = wrap_awaitable(coro) if inspect.isawaitable(coro) else _value(coro)
         except Exception as err:  # noqa: BLE001 - user code or an injected fault
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
@@ -367,10 +367,6 @@ def _resolve(out: Future, ok: bool, counted: bool) -> None:
 
 async def _value(value: Any) -> Any:
     return value
-
-
-async def _awaitable(aw: Any) -> Any:
-    return await aw
 
 
 def _error(err: BaseException, counted: bool) -> dict:

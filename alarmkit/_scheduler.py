@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Simulation
 
 WAITING, STARTED, FINISHED = "waiting", "started", "finished"
-_NONE = None
 
 
 class Entry:
@@ -31,7 +30,7 @@ class Entry:
         self.host = host
         self.at = at  # the alarm's scheduledTime (unchanged across its retries)
         self.status = WAITING
-        self.queued: int | None = _NONE
+        self.queued: int | None = None
         self.counted = 0  # countedRetry: what alarm() sees as retry_count
         self.retry = 0  # every retry, counted or not
         self.backoff = 0
@@ -92,9 +91,9 @@ class WorkerdScheduler:
         entry = self.entries.get(host)
         if entry is None:
             return
-        if entry.queued is not _NONE:
+        if entry.queued is not None:
             if entry.status == STARTED:
-                entry.queued = _NONE  # delete the queued alarm, not the running one
+                entry.queued = None  # delete the queued alarm, not the running one
             else:
                 self.kernel.cancel(entry.timer)
                 self.entries[host] = self._schedule(host, entry.queued)
@@ -150,8 +149,8 @@ class WorkerdScheduler:
             return  # the runtime restarted while the handler ran
         if ok and entry.consume and not entry.rearmed:
             # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
-            entry.queued = _NONE
-        if entry.queued is not _NONE:
+            entry.queued = None
+        if entry.queued is not None:
             # "If an alarm is queued, there's no point in retrying the current one": the queued
             # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused
             at = entry.queued

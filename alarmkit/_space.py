@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import AlarmkitError
 from .faults import DOCUMENTED_MAX_LATE_MS, FaultPlan
-from ._sweep import Domain
 
-__all__ = ["FaultSpace"]
+__all__ = ["Domain", "FaultSpace"]
+
+
+@dataclass
+class Domain:
+    """What the fault-free run showed there is to break."""
+
+    points: list[tuple] = field(default_factory=list)  # (object, task, invocation, await)
+    effects: list[str] = field(default_factory=list)
+    effect_calls: int = 0  # most calls of one effect on one object
+    attempts: int = 0  # most alarm() attempts on one object
+    successes: int = 0  # most successful alarm() runs on one object
+    window_ms: int = 0  # faults are drawn in [0, window]
 
 
 @dataclass(frozen=True)

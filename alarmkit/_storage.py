@@ -14,15 +14,11 @@ import sqlite3
 from collections import OrderedDict
 from typing import Any, Iterator
 
-from .errors import AlarmkitError
+from .errors import AlarmkitError, SqlError
 
 __all__ = ["Database", "Cursor", "SqlError", "ConnectionPool"]
 
 _TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b", re.I)
-
-
-class SqlError(AlarmkitError):
-    """An SQL statement failed (bad syntax, constraint, missing table...)."""
 
 
 class ConnectionPool:

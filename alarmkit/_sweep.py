@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import AlarmkitError
+from ._space import Domain
 from .faults import FaultPlan
 
 __all__ = ["RunResult", "Domain", "run_one", "run_chunk", "run_specs", "resolve_executor", "normalize_table",
@@ -32,18 +33,6 @@ TABLE_COLUMNS = {
     "duplicates": "int64", "extra_effects": "int64", "max_late_ms": "Int64", "events": "int64",
     "end_ms": "int64", "error": "object",
 }
-
-
-@dataclass
-class Domain:
-    """What the fault-free run showed there is to break."""
-
-    points: list[tuple] = field(default_factory=list)  # (object, task, invocation, await)
-    effects: list[str] = field(default_factory=list)
-    effect_calls: int = 0  # most calls of one effect on one object
-    attempts: int = 0  # most alarm() attempts on one object
-    successes: int = 0  # most successful alarm() runs on one object
-    window_ms: int = 0  # faults are drawn in [0, window]
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Every error alarmkit raises on purpose derives from ``AlarmkitError``."""
+"""Every error alarmkit raises on purpose derives from ``AlarmkitError``; all of them are defined
+here and exported at the top level (``alarmkit.FacetBroken``...)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ __all__ = [
     "HandlerTimeout",
     "JournalLocked",
     "ScenarioError",
+    "SqlError",
+    "InjectedError",
+    "UncountedFailure",
+    "FaultPlanError",
+    "FacetsUnavailable",
+    "FacetAlarmError",
+    "FacetBroken",
+    "ActorBroken",
+    "WorkerdError",
 ]
 
 
@@ -20,6 +30,7 @@ class InternalError(AlarmkitError):
     """A broken internal invariant: this should never happen; please report it."""
 
 
+# -- the runtime ---------------------------------------------------------------------------------------------
 class ObjectCrashed(AlarmkitError):
     """The process hosting an object died while a call or handler was running in it."""
 
@@ -28,9 +39,47 @@ class HandlerTimeout(AlarmkitError):
     """``alarm()`` ran past the profile's wall-clock limit (15 minutes on workerd)."""
 
 
+class SqlError(AlarmkitError):
+    """An SQL statement failed (bad syntax, constraint, missing table...)."""
+
+
+class FacetsUnavailable(AlarmkitError, AttributeError):
+    """The runtime has no facets (celld): ``ctx.facets`` is not defined. ``hasattr(ctx, "facets")`` is False."""
+
+
+class FacetAlarmError(AlarmkitError):
+    """A facet's alarm write failed on the commit path (an ``Error`` in JavaScript: a counted failure)."""
+
+
+class FacetBroken(FacetAlarmError):
+    """``Facets currently cannot set alarms.``: the facet broke; its parent carries on."""
+
+
+class ActorBroken(FacetAlarmError):
+    """``alarms are not yet implemented for SQLite-backed Durable Objects``: the whole actor broke."""
+
+
+# -- faults --------------------------------------------------------------------------------------------------
+class InjectedError(AlarmkitError):
+    """An exception thrown on purpose by a fault plan (a counted failure, as a user error is)."""
+
+
+class UncountedFailure(AlarmkitError):
+    """A failure that is not the worker's fault: retried without using up the retry budget."""
+
+
+class FaultPlanError(AlarmkitError):
+    """A fault plan value (or file) with a bad field; the message names the field and what it allows."""
+
+
+# -- around the runtime --------------------------------------------------------------------------------------
 class JournalLocked(AlarmkitError):
     """The journal file is held open by another process."""
 
 
 class ScenarioError(AlarmkitError):
     """A scenario name or parameter that does not exist or is out of range."""
+
+
+class WorkerdError(AlarmkitError, RuntimeError):
+    """workerd could not be installed, started or reached."""

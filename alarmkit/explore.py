@@ -154,9 +154,7 @@ def explore(
     started = time.perf_counter()
     sc = get_scenario(scenario)
     params = dict(params or {})
-    unknown = sorted(set(params) - set(sc.params))
-    if unknown:
-        raise AlarmkitError(f"scenario {scenario!r} has no parameter(s) {unknown}; it takes {sorted(sc.params)}")
+    sc.check_params(params)
     if invariants is not None:
         invariants = list(invariants)
         bad = sorted(set(invariants) - set(INVARIANTS))

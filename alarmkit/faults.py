@@ -20,7 +20,7 @@ from ._planfields import (
     INT_LISTS, PARTS, DOCUMENTED_MAX_LATE_MS, Crash, EffectCrash, EffectThrow, Evict,
     FaultPlanError, Restart, check_ints, check_latency, check_name, part_dict, check_parts, toml_value,
 )
-from .errors import AlarmkitError
+from .errors import AlarmkitError, InjectedError, UncountedFailure
 from .profiles import Latency
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,14 +31,6 @@ __all__ = [
     "Faults", "UncountedFailure", "InjectedError", "FaultPlan", "FaultPlanError",
     "Crash", "EffectThrow", "EffectCrash", "Evict", "Restart", "DOCUMENTED_MAX_LATE_MS",
 ]
-
-class InjectedError(AlarmkitError):
-    """An exception thrown on purpose by a fault plan (a counted failure, as a user error is)."""
-
-
-class UncountedFailure(AlarmkitError):
-    """A failure that is not the worker's fault: retried without using up the retry budget."""
-
 
 class Faults:
     """No faults. Subclasses override the hooks they need."""

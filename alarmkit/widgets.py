@@ -60,9 +60,7 @@ class Explorer(W.VBox):
     def __init__(self, scenario: str = "lease-lab", *, journal: Journal | None = None, seed: int = 0,
                  profile: str | None = None, faults: Any = None, **params: Any) -> None:
         self.scenario = get_scenario(scenario)
-        unknown = sorted(set(params) - set(self.scenario.params))
-        if unknown:
-            raise AlarmkitError(f"scenario {scenario!r} has no parameter(s) {unknown}; it takes {sorted(self.scenario.params)}")
+        self.scenario.check_params(params)
         self.journal = journal or Journal()
         self.faults = faults  # e.g. a counterexample's FaultPlan, applied to every run
         self.controls = {n: _control(n, params.get(n, d)) for n, d in self.scenario.params.items()}

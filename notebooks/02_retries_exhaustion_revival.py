@@ -207,7 +207,7 @@ timeline(journal.events(revived["run_id"]), title="lease-revival")
 # ## Against the real runtime
 #
 # The same exhaustion ran on real workerd 1.20261117.1 (`alarmkit calibrate --long`) and is
-# committed as `data/calibration-workerd-1.20261117.1.duckdb`, so this needs no Node.js. On one
+# committed as `alarmkit/calibrate/data/calibration-workerd-1.20261117.1.duckdb`, so this needs no Node.js. On one
 # time axis: the real run (top) and the simulator's (bottom). The attempts differ only by jitter;
 # every retry wait lies within `2 s << n` and its +25 % band on both sides.
 

@@ -5,7 +5,7 @@ in ``twin/``, driven by ``workerd.py`` and ``probes.py``) and, unchanged, on the
 (``simtwin.py`` transcribes the twin, ``simbackend.SimWorkerd`` serves it). ``compare.calibrate()``
 runs both, imports the real events into the journal (``importer.py``), judges every probe
 (``checks.py``) and reports (``report.py``). ``reference()`` (``recorded.py``) loads the committed real run under
-``data/``; ``recheck(reference())`` compares today's simulator with it without Node;
+``alarmkit/calibrate/data/`` (shipped with the package); ``recheck(reference())`` compares today's simulator with it without Node;
 ``overlay_figure(probe)`` draws one probe's real and simulated timelines on one axis.
 """
 

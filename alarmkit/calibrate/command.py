@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reference", nargs="?", const="", default=None, metavar="FILE",
                    help="no workerd needed: compare today's simulator with a recorded run (default: the committed one)")
     p.add_argument("--record-reference", nargs="?", const="", default=None, metavar="FILE",
-                   help="also write the run as a compact reference file (default: data/calibration-workerd-VERSION.duckdb)")
+                   help="also write the run as a compact reference file (default: alarmkit/calibrate/data/calibration-workerd-VERSION.duckdb)")
     p.add_argument("--probe", dest="names", action="append", default=None, metavar="NAME",
                    help="run only this probe (repeatable); default: every quick probe (and the long ones with --long)")
     p.add_argument("--parallel", type=int, default=4, help="probes run at once on the shared workerd; default 4")

@@ -1,4 +1,5 @@
-"""The committed reference calibration: one run recorded on real workerd, kept under ``data/``.
+"""The committed reference calibration: one run recorded on real workerd, shipped inside the package
+(``alarmkit/calibrate/data/``, found through ``importlib.resources``, so an installed wheel has it).
 
 ``reference()`` loads it (no Node, no workerd needed) as a :class:`Calibration` whose journal holds
 the real runs (profile ``workerd-real@VERSION``) and the simulated runs of that day;
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from importlib import resources
 from pathlib import Path
 from typing import Optional
 
@@ -21,13 +23,21 @@ from .workerd import DEFAULT_VERSION
 
 __all__ = ["DATA_DIR", "reference", "reference_path", "write_reference"]
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 BLOCK_SIZE = 16_384
 
 
+def data_dir() -> Path:
+    """The package's data folder (``alarmkit/calibrate/data``), wherever alarmkit is installed."""
+    # DuckDB opens files by path, so the package must be installed as files (not zipped)
+    return Path(str(resources.files("alarmkit.calibrate") / "data"))
+
+
+DATA_DIR = data_dir()
+
+
 def reference_path(version: str = DEFAULT_VERSION) -> Path:
-    """``data/calibration-workerd-VERSION.duckdb`` in the source tree."""
-    return DATA_DIR / f"calibration-workerd-{version}.duckdb"
+    """``calibration-workerd-VERSION.duckdb`` in the package's data folder."""
+    return data_dir() / f"calibration-workerd-{version}.duckdb"
 
 
 def reference(path: Optional[str | Path] = None) -> Calibration:

@@ -3,7 +3,6 @@ the timing bands, and one self-contained HTML page (``alarmkit.report.report_htm
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import AlarmkitError
-from ..plots import compare
+from ..plots import compare, esc
 from ..report import report_html
 from .importer import canonical_object
 
@@ -24,11 +23,6 @@ __all__ = ["OVERLAY_KINDS", "band_figure", "details_figure", "overlay_events", "
 OVERLAY_KINDS = ["construct", "evict", "restart", "call", "arm", "disarm", "fire", "fire_skipped", "handler_ok",
                  "handler_error", "retry_scheduled", "abandoned", "revive", "effect", "crash", "facet_broken"]
 _READS = {"events", "state"}  # the probes' own polling, journaled as calls by the simulator only
-
-
-def esc(v: Any) -> str:
-    """Text for plotly labels and cells: markup escaped; quotes left alone (plotly shows &quot; raw)."""
-    return html.escape("" if v is None else str(v), quote=False)
 
 
 def _fmt(v: Any) -> str:

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from ..errors import AlarmkitError
+from ..errors import AlarmkitError, WorkerdError
 
 DEFAULT_VERSION = "1.20261117.1"
 # Newest compatibility date accepted by workerd 1.20261117.1 is 2026-11-24; the date of the
@@ -33,10 +33,6 @@ DEFAULT_COMPAT_FLAGS: tuple[str, ...] = ()
 TWIN_DIR = Path(__file__).resolve().parent / "twin"
 ENV_BINARY = "ALARMKIT_WORKERD"
 ENV_CACHE = "ALARMKIT_WORKERD_CACHE"
-
-
-class WorkerdError(AlarmkitError, RuntimeError):
-    """workerd could not be installed, started or reached."""
 
 
 def cache_dir() -> Path:

@@ -25,6 +25,12 @@ class Scenario:
     profile: str = "workerd"
     params: dict[str, Any] = field(default_factory=dict)
 
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Refuse parameters this scenario does not take (ScenarioError naming them and the ones it takes)."""
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise ScenarioError(f"scenario {self.name!r} has no parameter(s) {unknown}; it takes {sorted(self.params)}")
+
 
 SCENARIOS: dict[str, Scenario] = {}
 
@@ -64,9 +70,7 @@ def run_scenario(
     from .._runtime import Simulation
 
     sc = get_scenario(name)
-    unknown = sorted(set(params) - set(sc.params))
-    if unknown:
-        raise ScenarioError(f"scenario {name!r} has no parameter(s) {unknown}; it takes {sorted(sc.params)}")
+    sc.check_params(params)
     sim = Simulation(
         profile=profile or sc.profile, seed=seed, journal=journal, scenario=name,
         params={**sc.params, **params}, faults=faults,
