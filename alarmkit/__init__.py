@@ -12,7 +12,7 @@ from .errors import (
 from .faults import FaultPlan, Faults
 from .invariants import Obligation, Report, Violation, check, check_run
 from .explore import Counterexample, Exploration, FaultSpace, explore
-from .journal import Journal
+from .journal import EventRow, Journal
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .scenarios import SCENARIOS, list_scenarios, run_scenario, scenario
 
@@ -24,7 +24,7 @@ __all__ = [
     "Profile", "SCENARIOS", "ScenarioError", "Simulation", "SqlError", "Stub", "Task", "UncountedFailure",
     "get_profile", "list_scenarios", "run_scenario", "scenario",
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
-    "Counterexample", "Exploration", "explore",
+    "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
     "WorkerdError",
 ]

@@ -11,14 +11,32 @@ walk and the column goes to Arrow as it is.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail"]
+__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail"]
 
 WIDTH = 7  # values per event in the flat list
+
+
+class EventRow(NamedTuple):
+    """One journaled event, as the checkers read it: the journal's columns (less ``run_id``), with
+    ``detail`` parsed (a dict, or None). Every reader and writer of event rows uses this one shape."""
+
+    seq: int
+    t_ms: int
+    namespace: str | None
+    object_id: str | None
+    kind: str
+    scheduled_ms: int | None
+    prev_scheduled_ms: int | None
+    retry_count: int | None
+    detail: dict | None
+
+
+_row = tuple.__new__  # EventRow(...) without NamedTuple's Python-level __new__: rows() makes one per event
 
 try:  # orjson is ~10x faster than json for the many small detail dicts of a big run
     import orjson
@@ -128,8 +146,8 @@ class EventBatch:
         ]
         return pa.Table.from_arrays(arrays, names=schema.names)
 
-    def rows(self) -> list[tuple]:
-        """``(seq, t, namespace, object, kind, scheduled, prev, retry, detail)`` with detail a dict."""
+    def rows(self) -> list[EventRow]:
+        """The events as ``EventRow`` values, detail parsed."""
         namespaces, labels = self.buffer.namespaces, self.buffer.labels
         d, loads, out = self.data, _loads, []
         seq = self.seq0
@@ -138,8 +156,8 @@ class EventBatch:
             if detail.__class__ is str:
                 detail = loads(detail)
             if h is None:
-                out.append((seq, t, None, None, kind, sched, prev, retry, detail))
+                out.append(_row(EventRow, (seq, t, None, None, kind, sched, prev, retry, detail)))
             else:
-                out.append((seq, t, namespaces[h], labels[h], kind, sched, prev, retry, detail))
+                out.append(_row(EventRow, (seq, t, namespaces[h], labels[h], kind, sched, prev, retry, detail)))
             seq += 1
         return out

@@ -10,7 +10,7 @@ from collections import deque
 from types import CoroutineType
 from typing import Any, Callable
 
-from ._events import WIDTH, EventBuffer, dump
+from ._events import WIDTH, EventBuffer, EventRow, dump
 from ._celld import CelldScheduler
 from ._facets import facets_of
 from ._host import Host, check_method
@@ -311,10 +311,13 @@ class Simulation:
             self.journal.write_events(self.run_id, self.buffer.take())
 
     @property
-    def rows(self) -> list[tuple]:
-        """The events not yet written to a journal (all of them without one), as
-        ``(seq, t, namespace, object, kind, scheduled, prev, retry, detail)`` tuples."""
+    def rows(self) -> list[EventRow]:
+        """The events not yet written to a journal (all of them without one), as ``EventRow`` values."""
         return self.buffer.batch().rows()
+
+    def alarms(self) -> dict[str, int | None]:
+        """Each object's stored alarm now (None: no alarm), by label: what a finished run leaves behind."""
+        return {h.label: h.alarm_backend.get(h) for h in self.hosts()}
 
     def events(self):
         """This run's events as a DataFrame."""

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import AlarmkitError
+from ._events import EventRow
 from ._space import Domain
 from .faults import FaultPlan
 
@@ -42,7 +43,7 @@ class RunResult:
     violations: list[dict] = field(default_factory=list)
     duplicates: list[dict] = field(default_factory=list)
     points_after: list[tuple] = field(default_factory=list)
-    events: list[tuple] | None = None
+    events: list[EventRow] | None = None
     domain: Domain | None = None
 
 
@@ -90,19 +91,20 @@ def run_one(ctx: dict, spec: dict) -> RunResult:
     return result
 
 
-def _domain(rows: list[tuple], points: list[tuple], summary: dict, end: int) -> Domain:
+def _domain(rows: list[EventRow], points: list[tuple], summary: dict, end: int) -> Domain:
     attempts: dict = {}
     successes: dict = {}
     calls: dict = {}
     last_fire = 0
-    for _seq, t, _ns, obj, kind, _s, _p, _r, detail in rows:
+    for r in rows:
+        kind, obj = r.kind, r.object_id
         if kind == "fire":
             attempts[obj] = attempts.get(obj, 0) + 1
-            last_fire = t
+            last_fire = r.t_ms
         elif kind == "handler_ok":
             successes[obj] = successes.get(obj, 0) + 1
         elif kind == "effect":
-            k = (obj, detail.get("name"))
+            k = (obj, r.detail.get("name"))
             calls[k] = calls.get(k, 0) + 1
     dues = [o["due_ms"] if isinstance(o, dict) else o.due_ms for o in summary.get("obligations", ())]
     return Domain(

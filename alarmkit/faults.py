@@ -313,7 +313,7 @@ class FaultPlan(Faults):
         if n in self.duplicates:
             # "In rare cases, alarms may fire more than once": the cleared alarm comes back once
             self._log(host, {"fault": "duplicate", "success": n, "scheduled_ms": scheduled_ms})
-            host.alarm_backend.set(host, scheduled_ms, "duplicate")
+            host.platform_arm(scheduled_ms, "duplicate")
 
 
 _FIELDS = [f.name for f in dataclasses.fields(FaultPlan) if f.init]

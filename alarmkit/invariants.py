@@ -32,11 +32,11 @@ at-least-once delivery makes them expected; the effect must tolerate them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .errors import AlarmkitError
+from .journal import EventRow, frame_rows
 
 __all__ = ["Obligation", "Violation", "Report", "check", "check_run", "INVARIANTS", "DEFAULT_GRACE_MS"]
 
@@ -173,39 +173,32 @@ def check(result: dict, invariants: Iterable[str] | None = None, grace_ms: int |
     )
 
 
-def sim_rows(sim) -> list[tuple]:
-    """The run's events as ``(seq, t, namespace, object, kind, scheduled, prev, retry, detail)`` rows."""
+def sim_rows(sim) -> list[EventRow]:
+    """The run's events as ``EventRow`` values."""
     if sim.journal is None:
         return sim.rows
-    return _frame_rows(sim.events())
+    return frame_rows(sim.events())
 
 
 def final_alarms(sim) -> dict[str, int | None]:
-    return {h.label: h.alarm_backend.get(h) for h in sim.hosts()}
-
-
-def _frame_rows(df) -> list[tuple]:
-    cols = ["seq", "t_ms", "namespace", "object_id", "kind", "scheduled_ms", "prev_scheduled_ms", "retry_count"]
-    ints = {"seq", "t_ms", "scheduled_ms", "prev_scheduled_ms", "retry_count"}
-    columns = []
-    for col in cols:
-        values = df[col].astype(object).where(df[col].notna(), None)
-        columns.append([None if v is None else int(v) for v in values] if col in ints else list(values))
-    details = [json.loads(d) if isinstance(d, str) else None for d in df["detail"]]
-    return [(*rec, detail) for rec, detail in zip(zip(*columns), details)]
+    """Each object's stored alarm at the end of the run, by label (``Simulation.alarms()``)."""
+    return sim.alarms()
 
 
 def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | None = None, *,
               final: dict[str, int | None] | None = None, invariants: Iterable[str] | None = None,
               grace_ms: int = DEFAULT_GRACE_MS, max_late_ms: int | None = None) -> Report:
     """Check one run's events (a journal DataFrame or the simulation's rows) against obligations."""
-    rows = events if isinstance(events, list) else _frame_rows(events)
+    if isinstance(events, list):  # EventRow values, or plain 9-tuples in the same order
+        rows = [r if r.__class__ is EventRow else EventRow(*r) for r in events]
+    else:
+        rows = frame_rows(events)
     wanted = set(INVARIANTS) if invariants is None else set(invariants)
     unknown = sorted(wanted - set(INVARIANTS))
     if unknown:
         raise AlarmkitError(f"unknown invariant {unknown[0]!r}; known: {sorted(INVARIANTS)}")
     obs = [Obligation.from_value(o) for o in obligations]
-    horizon = horizon_ms if horizon_ms is not None else (rows[-1][1] if rows else 0)
+    horizon = horizon_ms if horizon_ms is not None else (rows[-1].t_ms if rows else 0)
     run = _Run(rows)
     violations: list[Violation] = []
     if "early_fire" in wanted:
@@ -239,24 +232,25 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
 class _Run:
     """One run's events, indexed the ways the checks need."""
 
-    def __init__(self, rows: list[tuple]) -> None:
+    def __init__(self, rows: list[EventRow]) -> None:
         self.rows = rows
         self.effects: dict[tuple[str, str, str], list[tuple[int, int]]] = {}  # -> [(seq, t)]
         self.faults: dict[str | None, list[int]] = {}  # object (None: global) -> fault end times
         self.wakes: dict[str, list[int]] = {}  # construct / successful alarm() times
         self.abandoned: dict[str, list[int]] = {}
         self.fault_count = 0
-        for seq, t, _ns, obj, kind, _sched, _prev, _retry, detail in rows:
+        for r in rows:
+            kind, obj = r.kind, r.object_id
             if kind == "effect":
-                self.effects.setdefault((obj, detail.get("name"), str(detail.get("key"))), []).append((seq, t))
+                self.effects.setdefault((obj, r.detail.get("name"), str(r.detail.get("key"))), []).append((r.seq, r.t_ms))
             elif kind == "fault":
                 self.fault_count += 1
-                end = t + int((detail or {}).get("downtime_ms", 0) or 0)
+                end = r.t_ms + int((r.detail or {}).get("downtime_ms", 0) or 0)
                 self.faults.setdefault(obj, []).append(end)
             elif kind in ("construct", "handler_ok"):
-                self.wakes.setdefault(obj, []).append(t)
+                self.wakes.setdefault(obj, []).append(r.t_ms)
             elif kind == "abandoned":
-                self.abandoned.setdefault(obj, []).append(t)
+                self.abandoned.setdefault(obj, []).append(r.t_ms)
 
     def effect_counts(self) -> dict[tuple[str, str, str], int]:
         return {k: len(v) for k, v in self.effects.items()}
@@ -308,12 +302,14 @@ class _Run:
         return row
 
     def early_fires(self) -> list[Violation]:
-        return [Violation("early_fire", obj, t, f"alarm() started at {_s(t)}, before its scheduled time {_s(sched)}")
-                for _seq, t, _ns, obj, kind, sched, *_ in self.rows if kind == "fire" and sched is not None and t < sched]
+        return [Violation("early_fire", r.object_id, r.t_ms,
+                          f"alarm() started at {_s(r.t_ms)}, before its scheduled time {_s(r.scheduled_ms)}")
+                for r in self.rows if r.kind == "fire" and r.scheduled_ms is not None and r.t_ms < r.scheduled_ms]
 
     def overlaps(self) -> list[Violation]:
         out, running = [], {}
-        for _seq, t, _ns, obj, kind, *_ in self.rows:
+        for r in self.rows:
+            kind, obj, t = r.kind, r.object_id, r.t_ms
             if kind == "fire":
                 if obj in running:
                     out.append(Violation("concurrent_alarm", obj, t,
@@ -335,9 +331,10 @@ class _Run:
 
     def pushed_past_due(self, obs: list[Obligation]) -> list[Violation]:
         out = []
-        for seq, t, _ns, obj, kind, sched, _prev, _retry, detail in self.rows:
-            if kind != "arm" or (detail or {}).get("cause") in _PLATFORM_ARMS:
+        for r in self.rows:
+            if r.kind != "arm" or (r.detail or {}).get("cause") in _PLATFORM_ARMS:
                 continue
+            seq, t, obj, sched, detail = r.seq, r.t_ms, r.object_id, r.scheduled_ms, r.detail
             owed = self._owed(obs, obj, seq, t)
             if owed:
                 first = min(owed, key=lambda o: o.due_ms)
@@ -351,9 +348,10 @@ class _Run:
 
     def dropped_wakeups(self, obs: list[Obligation]) -> list[Violation]:
         out = []
-        for seq, t, _ns, obj, kind, _sched, _prev, _retry, detail in self.rows:
-            if kind != "handler_ok":
+        for r in self.rows:
+            if r.kind != "handler_ok":
                 continue
+            seq, t, obj, detail = r.seq, r.t_ms, r.object_id, r.detail
             owed = self._owed(obs, obj, seq, t)
             if not owed:
                 continue

@@ -17,16 +17,13 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from ._events import EventBatch
+from ._events import EventBatch, EventRow
 from ._events import dump as _dump
 from .errors import AlarmkitError, JournalLocked
 
-__all__ = ["Journal", "EVENT_COLUMNS", "EVENT_KINDS", "rows_to_frame"]
+__all__ = ["Journal", "EVENT_COLUMNS", "EVENT_KINDS", "EventRow", "rows_to_frame", "frame_rows"]
 
-EVENT_COLUMNS = [
-    "run_id", "seq", "t_ms", "namespace", "object_id", "kind",
-    "scheduled_ms", "prev_scheduled_ms", "retry_count", "detail",
-]
+EVENT_COLUMNS = ["run_id", *EventRow._fields]
 # What each kind means is documented in the README's journal section.
 EVENT_KINDS = [
     "construct", "evict", "restart", "call", "arm", "disarm", "fire", "fire_skipped", "handler_ok",
@@ -58,21 +55,34 @@ _ARROW = pa.schema([
 ])
 
 
-def _arrow(run_id: int | None, rows: list[tuple]) -> pa.Table:
-    cols = list(zip(*rows)) if rows else [()] * 9
+def _arrow(run_id: int | None, rows: list[EventRow]) -> pa.Table:
+    cols = dict(zip(EventRow._fields, zip(*rows) if rows else [()] * len(EventRow._fields)))
     arrays = [pa.array([run_id] * len(rows), pa.int32())]
-    for (name, typ), col in zip(list(zip(_ARROW.names, _ARROW.types))[1:9], cols[:8]):
-        arrays.append(pa.array(col, typ))
-    arrays.append(pa.array([_dump(d) for d in cols[8]], pa.string()))
+    for name in EventRow._fields:
+        col = cols[name] if name != "detail" else [_dump(d) for d in cols[name]]
+        arrays.append(pa.array(col, _ARROW.field(name).type))
     return pa.Table.from_arrays(arrays, schema=_ARROW)
 
 
-def rows_to_frame(run_id: int | None, rows: list[tuple] | EventBatch) -> pd.DataFrame:
+_INT_FIELDS = {"seq", "t_ms", "scheduled_ms", "prev_scheduled_ms", "retry_count"}
+
+
+def frame_rows(df: pd.DataFrame) -> list[EventRow]:
+    """A ``Journal.events`` DataFrame as ``EventRow`` values (ints as ints, NULL as None, detail parsed)."""
+    columns = []
+    for name in EventRow._fields[:-1]:
+        values = df[name].astype(object).where(df[name].notna(), None)
+        columns.append([None if v is None else int(v) for v in values] if name in _INT_FIELDS else list(values))
+    columns.append([json.loads(d) if isinstance(d, str) else None for d in df["detail"]])
+    return [EventRow(*rec) for rec in zip(*columns)]
+
+
+def rows_to_frame(run_id: int | None, rows: list[EventRow] | EventBatch) -> pd.DataFrame:
     """Rows (or a simulation's buffered events) as the same DataFrame ``Journal.events`` returns."""
     return _frame(_table(run_id, rows).cast(_ARROW).to_pandas())
 
 
-def _table(run_id: int | None, rows: list[tuple] | EventBatch) -> pa.Table:
+def _table(run_id: int | None, rows: list[EventRow] | EventBatch) -> pa.Table:
     if isinstance(rows, EventBatch):
         return rows.to_arrow(run_id, _ARROW)
     return _arrow(run_id, rows)
@@ -130,9 +140,8 @@ class Journal:
         )
         return run_id
 
-    def write_events(self, run_id: int | None, rows: list[tuple] | EventBatch) -> None:
-        """Append one batch: a simulation's buffered events, or rows
-        ``(seq, t, namespace, object, kind, scheduled, prev, retry, detail)``."""
+    def write_events(self, run_id: int | None, rows: list[EventRow] | EventBatch) -> None:
+        """Append one batch: a simulation's buffered events, or ``EventRow`` values."""
         if not len(rows):
             return
         table = _table(run_id, rows)

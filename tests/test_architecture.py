@@ -149,5 +149,37 @@ def test_runtime_core_reads_top_down():
     assert not upward, f"core modules importing upward: {upward}"
 
 
+RUNTIME_CORE = {"_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_runtime"}
+
+
+def attribute_reads(path: Path, attr: str) -> list[int]:
+    return [n.lineno for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute) and n.attr == attr]
+
+
+def test_only_the_runtime_core_touches_alarm_backends():
+    """Checkers read a run's final alarms through ``Simulation.alarms()``, not a host's backend."""
+    outside = {m: lines for m, p in modules().items()
+               if m.split(".")[-1] not in RUNTIME_CORE and (lines := attribute_reads(p, "alarm_backend"))}
+    assert not outside, f"modules outside the runtime core reading .alarm_backend: {outside}"
+
+
+def test_every_event_row_is_an_EventRow():
+    import alarmkit as ak
+    from alarmkit.calibrate.importer import twin_rows
+    from alarmkit.journal import EVENT_COLUMNS, frame_rows
+
+    assert list(ak.EventRow._fields) == EVENT_COLUMNS[1:]  # one shape: the journal's columns less run_id
+    r = ak.run_scenario("lease-normal", seed=0)
+    rows = r["sim"].rows
+    assert rows and all(type(x) is ak.EventRow for x in rows)
+    first = rows[0]
+    assert (first.seq, first.t_ms, first.kind, first.object_id) == (1, 0, "construct", "ledger")
+    again = frame_rows(r["sim"].events())
+    assert again == rows and all(type(x) is ak.EventRow for x in again)
+    twin = twin_rows({"probe": "p", "events": [{"kind": "construct", "t": 5, "obj": "probe"}]})
+    assert twin == [ak.EventRow(1, 5, "PROBE", "probe", "construct", None, None, None, {})]
+    assert r["sim"].alarms() == {"ledger": None}
+
+
 if __name__ == "__main__":  # pragma: no cover
     print_layers()

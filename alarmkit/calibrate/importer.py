@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from ..journal import EventRow
 from .._events import direction
 
 __all__ = ["canonical_object", "import_result", "twin_rows", "REAL_PROFILE_PREFIX"]
@@ -56,16 +57,17 @@ def _namespace(obj: str) -> str:
     return "PROBE" if obj.startswith("probe") else "LEDGER"
 
 
-def twin_rows(result: dict) -> list[tuple]:
-    """The probe's twin events as journal rows ``(seq, t, ns, obj, kind, sched, prev, retry, detail)``."""
+def twin_rows(result: dict) -> list[EventRow]:
+    """The probe's twin events as journal rows (``EventRow``), numbered in time order."""
     t0 = result.get("t0_ms")
     default_obj = canonical_object(result.get("obj") or result.get("probe") or "object")
-    rows: list[tuple] = []
+    rows: list[EventRow] = []
     last_fire: dict[str, Any] = {}
     runs: dict[str, int] = {}
 
     def add(t, obj, kind, sched=None, prev=None, retry=None, detail=None):
-        rows.append((t, _namespace(obj) if obj else None, obj, kind, sched, prev, retry, detail))
+        # seq is given once the rows are in time order
+        rows.append(EventRow(0, t, _namespace(obj) if obj else None, obj, kind, sched, prev, retry, detail))
 
     for e in result.get("events") or []:
         kind, d, t = e["kind"], dict(e.get("detail") or {}), int(e["t"])
@@ -124,8 +126,8 @@ def twin_rows(result: dict) -> list[tuple]:
         else:
             down = 1000 * (result.get("restart_s") or 0)
         add(int(result["restart_at"]), None, "restart", detail={"downtime_ms": max(0, int(down))})
-    rows.sort(key=lambda r: r[0])  # stable: same-ms rows keep the twin's order
-    return [(i + 1, *row) for i, row in enumerate(rows)]
+    rows.sort(key=lambda r: r.t_ms)  # stable: same-ms rows keep the twin's order
+    return [row._replace(seq=i + 1) for i, row in enumerate(rows)]
 
 
 def import_result(journal: Any, name: str, result: dict, version: str, params: Optional[dict] = None) -> int:
