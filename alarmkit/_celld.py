@@ -54,13 +54,12 @@ class _Row:
 
 
 class CelldScheduler:
-    """Rows and wake entries are durable; timers, the firing set and the waker tick are not."""
+    """Rows and wake entries are durable; timers, the firing set and the waker tick are not (an ``AlarmBackend``).
+
+    A cell stays resident for ``resident_ms`` after its last event; the profile makes that the
+    idle eviction time (``Profile``), so this scheduler reads the profile and never changes it."""
 
     def __init__(self, sim: Simulation) -> None:
-        if sim.profile.idle_evict_ms != sim.profile.resident_ms:
-            # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
-            # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)
-            sim.profile = sim.profile.replace(idle_evict_ms=sim.profile.resident_ms)
         self.sim = sim
         self.kernel = sim.kernel
         self.profile = sim.profile
@@ -71,6 +70,7 @@ class CelldScheduler:
         self.tick: list | None = None
         self.epoch = 0  # bumped by shutdown: fires that began before a restart settle nothing
         self._gen = 0
+        self._finished_cb = self._finished  # bound once, not per fire
 
     # -- what user code sees ----------------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -79,7 +79,7 @@ class CelldScheduler:
             return None  # hidden during the handler unless set_alarm drew a new generation
         return row.at
 
-    def set(self, host: Host, at: int, cause: str) -> None:
+    def arm(self, host: Host, at: int, cause: str) -> None:
         old = self.rows.get(host)
         self._gen += 1
         self.rows[host] = _Row(at, self._gen)  # both counters reset, a new generation
@@ -89,7 +89,7 @@ class CelldScheduler:
         if host not in self.firing:
             self._arm_timer(host)
 
-    def delete(self, host: Host, cause: str) -> None:
+    def disarm(self, host: Host, cause: str) -> None:
         row = self.rows.pop(host, None)
         if row is not None:
             self.sim.log("disarm", host, None, row.at, None, {"cause": cause})
@@ -133,11 +133,10 @@ class CelldScheduler:
         if host.instance is None and not woken:
             return  # the cell went dormant after arming: its timer went with it; the bucket covers
         self.firing[host] = gen
-        epoch, at = self.epoch, row.at
-        done = self.sim.deliver_alarm(host, at, row.counted)
-        done.add_done_callback(lambda f: self._finished(host, epoch, gen, at, *f.result()))
+        self.sim.deliver(host, row.at, row.counted, self._finished_cb, (host, self.epoch, gen, row.at))
 
-    def _finished(self, host: Host, epoch: int, gen: int, at: int, ok: bool, counted: bool) -> None:
+    def _finished(self, fire: tuple, ok: bool, counted: bool) -> None:
+        host, epoch, gen, at = fire
         if epoch != self.epoch:
             return  # the runtime restarted while the handler ran: the row is reloaded as it was
         self.firing.pop(host, None)
@@ -259,4 +258,4 @@ def set_residency(sim: Simulation, resident_ms: int) -> None:
         raise AlarmkitError(f"resident_ms is a celld setting; profile {sim.profile.name!r} does not use the celld scheduler")
     if isinstance(resident_ms, bool) or not isinstance(resident_ms, int) or resident_ms <= 0:
         raise AlarmkitError(f"resident_ms must be a positive int of ms, got {resident_ms!r}")
-    sim.profile = sim.scheduler.profile = sim.profile.replace(resident_ms=resident_ms, idle_evict_ms=resident_ms)
+    sim.configure(resident_ms=resident_ms)

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from ._kernel import Future, wrap_awaitable
 from ._object import AlarmInfo, DurableObject, alarm_time
 from ._host import _UNSET, Host, check_method
-from .errors import ActorBroken, AlarmkitError, FacetAlarmError, FacetBroken, FacetsUnavailable, ObjectCrashed
+from .errors import (
+    ActorBroken, AlarmkitError, FacetAlarmError, FacetBroken, FacetsUnavailable, InternalError, ObjectCrashed,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Simulation  # noqa: F401
@@ -58,10 +60,27 @@ class _FacetSlot:
 
 
 class _NoAlarms:
-    """A facet's alarm backend: nothing is ever stored (the commit that would store it fails)."""
+    """A facet's ``AlarmBackend``: nothing is ever stored (``FacetHost.commit`` fails the commit
+    that would store it), so there is nothing to arm, deliver, shut down or reload."""
 
     @staticmethod
     def get(host: Host) -> None:
+        return None
+
+    @staticmethod
+    def arm(host: Host, at: int, cause: str) -> None:
+        raise InternalError(f"facet {host.label}: an alarm reached the no-alarms backend (cause {cause!r})")
+
+    @staticmethod
+    def disarm(host: Host, cause: str) -> None:
+        return None
+
+    @staticmethod
+    def shutdown() -> None:
+        return None
+
+    @staticmethod
+    def reload() -> None:
         return None
 
 

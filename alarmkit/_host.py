@@ -173,7 +173,7 @@ class Host:
 
     def platform_arm(self, at: int, cause: str) -> None:
         """Arm the object's alarm at once, outside its transactions: the platform's doing (a duplicate)."""
-        self.alarm_backend.set(self, at, cause)
+        self.alarm_backend.arm(self, at, cause)
 
     def commit(self) -> None:
         if self._db is not None:
@@ -183,13 +183,13 @@ class Host:
         (at, cause), self.staged = self.staged, _UNSET
         backend = self.alarm_backend
         if at is None:
-            backend.delete(self, cause)
+            backend.disarm(self, cause)
             return
         if cause == "constructor" and at <= self.sim.kernel.now and backend.get(self) is None:
-            backend.set(self, at, cause)  # a constructor that found overdue work and no alarm
+            backend.arm(self, at, cause)  # a constructor that found overdue work and no alarm
             self.sim.log("revive", self, at, None, None, {"cause": "constructor"})
             return
-        backend.set(self, at, cause)
+        backend.arm(self, at, cause)
 
     def block_concurrency_while(self, fn: Callable) -> Task:
         name = "constructor" if self.constructing else "block_concurrency_while"

@@ -11,6 +11,7 @@ from types import CoroutineType
 from typing import Any, Callable
 
 from ._events import WIDTH, EventBuffer, EventRow, dump
+from ._backend import AlarmBackend
 from ._celld import CelldScheduler
 from ._facets import facets_of
 from ._host import Host, check_method
@@ -23,8 +24,8 @@ from .faults import Faults
 from .profiles import Profile, get_profile
 
 __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
-# every alarm backend a profile can name, registered here and nowhere else
-SCHEDULERS: dict[str, Callable[[Simulation], Any]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
+# every alarm backend a profile can name (Profile.scheduler), registered here and nowhere else
+SCHEDULERS: dict[str, Callable[[Simulation], AlarmBackend]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
 
 
 class Stub:
@@ -110,16 +111,32 @@ class Simulation:
         self._limits: deque = deque()
         self._watchdog: list | None = None
         self._alarm_done_cb = self._alarm_done  # bound once, not per alarm() task
-        factory = SCHEDULERS.get(self.profile.scheduler)
-        if factory is None:
-            raise AlarmkitError(f"profile {self.profile.name!r} names scheduler {self.profile.scheduler!r}; known: {sorted(SCHEDULERS)}")
-        self.scheduler = factory(self)
+        self.scheduler = self._make_scheduler()
         self.journal = journal
         self.run_id = None
         self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
         self.faults.install(self)
+
+    def _make_scheduler(self) -> AlarmBackend:
+        factory = SCHEDULERS.get(self.profile.scheduler)
+        if factory is None:
+            raise AlarmkitError(f"profile {self.profile.name!r} names scheduler {self.profile.scheduler!r}; known: {sorted(SCHEDULERS)}")
+        return factory(self)
+
+    def configure(self, **profile_changes: Any) -> None:
+        """Change profile settings (``Profile.replace`` names) before anything has happened (no event
+        journaled yet); the alarm scheduler is made again for the new profile. Raises AlarmkitError after."""
+        if self.buffer.seq0 + len(self.buffer) > 1:
+            raise AlarmkitError(
+                f"configure({', '.join(sorted(profile_changes))}=...) must come before anything has run "
+                f"(this simulation has journaled events); pass the settings to Simulation(...) instead"
+            )
+        self.profile = self.profile.replace(**profile_changes)
+        self.scheduler = self._make_scheduler()
+        for host in self.hosts():  # made but never run: nothing is stored in the old scheduler
+            host.alarm_backend = self.scheduler
 
     # -- time -----------------------------------------------------------------------------
     @property
@@ -179,14 +196,9 @@ class Simulation:
         return result
 
     # -- alarms ---------------------------------------------------------------------------
-    def deliver_alarm(self, host: Host, scheduled: int, retry_count: int) -> Future:
-        """Run ``alarm(info)`` in the object; resolves to ``(ok, counted)``."""
-        out = Future()
-        self.deliver(host, scheduled, retry_count, _resolve, out)
-        return out
-
     def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[Any, bool, bool], None], token: Any) -> None:
-        """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``."""
+        """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``: how every
+        ``AlarmBackend`` delivers an alarm (the one delivery API)."""
         host.invocations = n = host.invocations + 1
         now, buf = self.kernel.now, self._buf  # log(), inlined: the fire and handler_ok of every delivery
         buf += (now, host.code, "fire", scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{now - scheduled}}}')
@@ -362,10 +374,6 @@ class Inspector:
 
 _new_tuple = tuple.__new__
 _NEXT_NONE = '{"next_ms":null}'
-
-
-def _resolve(out: Future, ok: bool, counted: bool) -> None:
-    out.set_result((ok, counted))
 
 
 async def _value(value: Any) -> Any:

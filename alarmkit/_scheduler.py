@@ -41,7 +41,7 @@ class Entry:
 
 
 class WorkerdScheduler:
-    """One alarm per object; at-least-once delivery with bounded, jittered retries."""
+    """One alarm per object; at-least-once delivery with bounded, jittered retries (an ``AlarmBackend``)."""
 
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
@@ -67,7 +67,7 @@ class WorkerdScheduler:
             return entry.queued if entry.rearmed else None
         return self.rows.get(host)
 
-    def set(self, host: Host, at: int, cause: str) -> None:
+    def arm(self, host: Host, at: int, cause: str) -> None:
         """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
         prev = self.rows.get(host)
         self.rows[host] = at
@@ -84,7 +84,7 @@ class WorkerdScheduler:
             self.kernel.cancel(entry.timer)
             self.entries[host] = self._schedule(host, at)
 
-    def delete(self, host: Host, cause: str) -> None:
+    def disarm(self, host: Host, cause: str) -> None:
         prev = self.rows.pop(host, None)
         if prev is not None:
             self.sim.log("disarm", host, None, prev, None, {"cause": cause})

@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from .errors import AlarmkitError
 
-__all__ = ["Latency", "Profile", "PROFILES", "get_profile", "register_profile"]
+__all__ = ["Latency", "Profile", "PROFILES", "get_profile"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,12 @@ class Profile:
     resident_ms: int = 3_600_000
     version: str = ""
 
+    def __post_init__(self) -> None:
+        if self.scheduler == "celld" and self.idle_evict_ms != self.resident_ms:
+            # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
+            # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)
+            object.__setattr__(self, "idle_evict_ms", self.resident_ms)
+
     def replace(self, **changes: Any) -> Profile:
         if "fire_latency" in changes:
             changes["fire_latency"] = Latency.from_value(changes["fire_latency"])
@@ -140,7 +147,8 @@ class Profile:
         return d
 
 
-PROFILES: dict[str, Profile] = {
+# every built-in profile, here and nowhere else; read-only (a variant is Profile.replace(...))
+PROFILES: Mapping[str, Profile] = MappingProxyType({
     "workerd": Profile(name="workerd", version="1.20261117.1"),
     "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
@@ -161,12 +169,7 @@ PROFILES: dict[str, Profile] = {
         idle_evict_ms=3_600_000,  # = resident_ms: a cell is resident until then
         version="0.3.0",
     ),
-}
-
-
-def register_profile(profile: Profile) -> Profile:
-    PROFILES[profile.name] = profile
-    return profile
+})
 
 
 def get_profile(profile: str | Profile) -> Profile:

@@ -181,5 +181,60 @@ def test_every_event_row_is_an_EventRow():
     assert r["sim"].alarms() == {"ledger": None}
 
 
+def test_alarm_backends_share_one_protocol_and_are_registered_in_one_place():
+    import alarmkit as ak
+    from alarmkit._backend import AlarmBackend
+    from alarmkit._facets import _NoAlarms
+    from alarmkit._runtime import SCHEDULERS
+
+    assert set(SCHEDULERS) == {p.scheduler for p in ak.PROFILES.values()} == {"workerd", "celld"}
+    for name in ("workerd", "celld"):
+        assert isinstance(ak.Simulation(profile=name).scheduler, AlarmBackend)
+    assert isinstance(_NoAlarms(), AlarmBackend)
+    assert not isinstance(object(), AlarmBackend)
+    # nothing registers a scheduler or a profile anywhere else (no import side effects)
+    for m, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Subscript) and ast.unparse(t.value).split(".")[-1] in ("SCHEDULERS", "PROFILES"):
+                        raise AssertionError(f"{m}:{node.lineno} registers into {ast.unparse(t.value)}")
+
+
+def test_profiles_are_immutable_and_the_celld_scheduler_leaves_the_profile_alone():
+    import dataclasses
+
+    import pytest
+
+    import alarmkit as ak
+
+    with pytest.raises(TypeError):
+        ak.PROFILES["mine"] = ak.PROFILES["workerd"]  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ak.PROFILES["celld"].idle_evict_ms = 1  # type: ignore[misc]
+    sim = ak.Simulation(profile="celld", resident_ms=7_000)
+    assert sim.scheduler.profile is sim.profile and sim.profile.idle_evict_ms == 7_000
+    assert ak.PROFILES["celld"].idle_evict_ms == 3_600_000
+    celld = (PKG / "_celld.py").read_text()
+    assert "sim.profile =" not in celld and ".profile = " not in celld.replace("self.profile = sim.profile", "")
+    sim.configure(resident_ms=5_000)  # before anything ran: a new scheduler for the new profile
+    assert sim.scheduler.profile is sim.profile and sim.profile.idle_evict_ms == 5_000
+    stub = sim.namespace("N", _pinger()).get("o")  # made, not run: configure may still come
+    sim.configure(resident_ms=6_000)
+    assert sim.call(stub.ping()) == "pong" and sim.profile.idle_evict_ms == 6_000
+    with pytest.raises(ak.AlarmkitError, match=r"^configure\(resident_ms=\.\.\.\) must come before anything has run"):
+        sim.configure(resident_ms=1_000)
+
+
+def _pinger():
+    import alarmkit as ak
+
+    class Pinger(ak.DurableObject):
+        def ping(self):
+            return "pong"
+
+    return Pinger
+
+
 if __name__ == "__main__":  # pragma: no cover
     print_layers()

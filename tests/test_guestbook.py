@@ -88,6 +88,10 @@ def dying():
     return sim, proc
 
 
+def _ignore(token, ok, counted):
+    """A done callback for an alarm delivered by hand: nothing schedules a retry."""
+
+
 def _fires(sim):
     return [(f["t_ms"], f["armed_at_ms"], f["outcome"]) for f in keepalive_fires(sim)]
 
@@ -95,7 +99,7 @@ def _fires(sim):
 def test_an_early_fire_rearms_for_armed_at_and_revives_nothing(dying):
     sim, proc = dying
     sim.run(until=5_000)
-    sim.deliver_alarm(proc._host, 5_000, 0)  # a fire 6 s before the keepalive's armed_at_ms
+    sim.deliver(proc._host, 5_000, 0, _ignore, None)  # a fire 6 s before the keepalive's armed_at_ms
     sim.run()
     assert _fires(sim) == [(5_000, 11_000, "early"), (11_002, 11_000, "revived")]
     assert [d["revivals"] for *_, d in kinds(sim, "revival")] == [1]
@@ -104,9 +108,9 @@ def test_an_early_fire_rearms_for_armed_at_and_revives_nothing(dying):
 def test_duplicate_fires_during_and_after_a_revival_are_harmless(dying):
     sim, proc = dying
     sim.run(until=11_100)  # the revival is running: the record has climbed to 31 002
-    sim.deliver_alarm(proc._host, 11_000, 0)
+    sim.deliver(proc._host, 11_000, 0, _ignore, None)
     sim.run(until=12_000)  # the revival is done: the record is gone
-    sim.deliver_alarm(proc._host, 11_000, 0)
+    sim.deliver(proc._host, 11_000, 0, _ignore, None)
     sim.run()
     assert _fires(sim) == [(11_002, 11_000, "revived"), (11_100, 31_002, "early"), (12_000, None, "no record")]
     assert [d["revivals"] for *_, d in kinds(sim, "revival")] == [1]
