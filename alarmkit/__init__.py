@@ -1,9 +1,8 @@
 """alarmkit: see and test how Durable Object alarms behave, under a deterministic virtual clock."""
 
-from ._kernel import Future, Kernel, Task
-from ._object import AlarmInfo, DurableObject, DurableObjectState
-from ._runtime import Simulation, Stub
-from ._facets import AlarmProxyParent, facet_alarm_state
+from ._kernel import Kernel
+from .runtime import AlarmInfo, DurableObject, DurableObjectState, Future, Inspector, Simulation, Stub, Task
+from .facets import AlarmProxyParent, facet_alarm_state
 from .errors import (
     ActorBroken, AlarmkitError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError, HandlerTimeout,
     InjectedError, InternalError, JournalLocked, ObjectCrashed, ScenarioError, SqlError, UncountedFailure,
@@ -19,7 +18,7 @@ from .scenarios import SCENARIOS, list_scenarios, run_scenario, scenario
 __version__ = "0.1.0"
 
 __all__ = [
-    "AlarmInfo", "AlarmkitError", "DurableObject", "DurableObjectState", "Faults", "Future", "HandlerTimeout",
+    "AlarmInfo", "AlarmkitError", "Inspector", "DurableObject", "DurableObjectState", "Faults", "Future", "HandlerTimeout",
     "InjectedError", "InternalError", "Journal", "JournalLocked", "Kernel", "Latency", "ObjectCrashed", "PROFILES",
     "Profile", "SCENARIOS", "ScenarioError", "Simulation", "SqlError", "Stub", "Task", "UncountedFailure",
     "get_profile", "list_scenarios", "run_scenario", "scenario",

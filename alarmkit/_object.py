@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
 from ._kernel import Future
 from ._storage import Cursor
+from .errors import AlarmkitError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._host import Host
@@ -154,6 +155,46 @@ class DurableObjectState:
     def now(self) -> int:
         """``Date.now()`` in virtual milliseconds."""
         return self._kernel.now
+
+    @property
+    def label(self) -> str:
+        """The object's id, or ``parent/facet`` for a facet: how the journal names it (``object_id``)."""
+        return self._host.label
+
+    @property
+    def object_class(self) -> type:
+        """The object's class."""
+        return self._host.namespace.cls
+
+    @property
+    def parent(self) -> DurableObjectState | None:
+        """A facet's hosting parent's ``ctx`` (None for a root object, a namespace's object); raises
+        ObjectCrashed once this instance no longer runs."""
+        host = self._host
+        host.check_alive()
+        return None if host.parent is None else host.parent.ctx
+
+    def start(self, aw: Any, name: str = "task") -> Any:
+        """Start ``aw`` inside this object without awaiting it (a promise left in flight): one of the
+        object's tasks, committing at its awaits and dying with the instance. Returns the task."""
+        host = self._host
+        host.check_alive()
+        return host.spawn(aw, name)
+
+    def call_parent(self, method: str, *args: Any, name: str | None = None) -> Any:
+        """A facet's RPC into its hosting parent's ``method(*args)``, started now as one of the facet's
+        tasks (``name``, default ``parent:<method>``); await the returned task for the result."""
+        host = self._host
+        host.check_alive()
+        if host.parent is None:
+            raise AlarmkitError(f"{host.label} is a root object: call_parent is for facets; use a stub instead")
+        return host.spawn(host.sim.rpc(host.parent, method, args, {}), name or f"parent:{method}")
+
+    def journal_event(self, kind: str, *, scheduled_ms: int | None = None, prev_ms: int | None = None,
+                      retry_count: int | None = None, detail: dict | None = None) -> None:
+        """Journal a custom event about this object now (``kind`` is yours, e.g. ``"keepalive_fire"``)."""
+        host = self._host
+        host.sim.log(kind, host, scheduled_ms, prev_ms, retry_count, detail)
 
     def sleep(self, ms: int) -> Future:
         """A timer inside the object (an external wait: other events may interleave)."""

@@ -157,6 +157,27 @@ class Simulation:
         """Drive the simulation until ``aw`` (e.g. ``stub.grant("a", 300)``) completes; return its value."""
         return self.kernel.run_until_complete(aw, limit)
 
+    # -- the scenario API: what a scenario script does from outside the objects -------------------
+    def call_at(self, t_ms: int, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call ``fn(*args)`` at virtual time ``t_ms`` (not before now: InternalError); returns a handle
+        for ``cancel``. E.g. ``sim.call_at(1_500, sim.evict, stub, "died")``."""
+        return self.kernel.call_at(t_ms, fn, *args)
+
+    def cancel(self, handle: Any) -> None:
+        """Cancel what ``call_at`` scheduled, if it has not run yet."""
+        self.kernel.cancel(handle)
+
+    def spawn(self, aw: Any, name: str = "task") -> Task:
+        """Start ``aw`` (e.g. ``stub.deliver(batch)``) now without waiting for it; the returned task
+        has ``done()``, ``result()``, ``exception()`` and ``add_done_callback(fn)``."""
+        return self.kernel.spawn(aw, name)
+
+    def journal_event(self, kind: str, stub: Stub | None = None, *, scheduled_ms: int | None = None,
+                      prev_ms: int | None = None, retry_count: int | None = None, detail: dict | None = None) -> None:
+        """Journal a custom event now (``kind`` is yours, e.g. ``"deploy"``), about ``stub``'s object
+        or about the whole runtime (no stub). Inside an object use ``ctx.journal_event``."""
+        self.log(kind, None if stub is None else stub._host, scheduled_ms, prev_ms, retry_count, detail)
+
     # -- objects --------------------------------------------------------------------------
     def namespace(self, binding: str, cls: type) -> Namespace:
         if binding in self.namespaces:
@@ -351,13 +372,24 @@ class Simulation:
 
 
 class Inspector:
-    """Read an object's committed state from outside, without waking it."""
+    """Read an object's committed state from outside, without waking it (``sim.inspect(stub)``)."""
 
     def __init__(self, sim: Simulation, host: Host) -> None:
         self._sim, self._host = sim, host
 
+    @property
+    def label(self) -> str:
+        """The object's id, or ``parent/facet`` for a facet."""
+        return self._host.label
+
     def sql(self, query: str, *params: Any) -> list[dict]:
+        """Rows of a read-only query on the object's committed SQL storage; raises SqlError (e.g. no such table)."""
         return self._host.db.read(query, params)
+
+    def facet(self, name: str) -> Inspector | None:
+        """The inspector of this object's facet ``name``, or None if it never created one."""
+        child = self._host.facets.get(name)
+        return None if child is None else Inspector(self._sim, child)
 
     @property
     def alarm(self) -> int | None:

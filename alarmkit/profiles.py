@@ -120,6 +120,10 @@ class Profile:
     version: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("resident_ms", "waker_tick_ms"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise AlarmkitError(f"{name} must be a positive int of ms, got {v!r}")
         if self.scheduler == "celld" and self.idle_evict_ms != self.resident_ms:
             # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
             # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)

@@ -41,7 +41,7 @@ import inspect
 import pandas as pd
 
 import alarmkit as ak
-from alarmkit._facets import AlarmProxyParent
+from alarmkit.facets import AlarmProxyParent
 from alarmkit.plots import compare, timeline
 from alarmkit.scenarios.keepalive import GuestbookFacetApp, GuestbookProxyApp
 from alarmkit.widgets import Explorer

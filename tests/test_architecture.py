@@ -142,7 +142,8 @@ def test_no_import_cycles():
 def test_runtime_core_reads_top_down():
     """kernel -> storage/object -> host -> scheduler backends and facet hosting -> runtime -> scenarios:
     nothing in the core imports a module after it in that order."""
-    order = ["_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_runtime", "scenarios"]
+    order = ["_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_runtime", "runtime",
+             "facets", "scenarios"]
     graph = import_graph()
     rank = {f"alarmkit.{m}": i for i, m in enumerate(order)}
     upward = [(a, b) for a in rank for b in graph.get(a, ()) if b in rank and rank[b] > rank[a]]
@@ -234,6 +235,96 @@ def _pinger():
             return "pong"
 
     return Pinger
+
+
+# -- built-ins use the public API only ------------------------------------------------------------------------
+PRIVATE_RUNTIME = {f"alarmkit.{m}" for m in RUNTIME_CORE | {"_backend"}}
+# runtime internals without an underscore: what the scenario API replaces
+RUNTIME_INTERNALS = {"kernel", "hosts", "namespaces", "alarm_backend", "buffer", "log"}
+
+
+def runtime_private_names() -> set[str]:
+    """Every ``_name`` the runtime core defines on its classes (attributes, slots, methods)."""
+    names: set[str] = set()
+    for m in RUNTIME_CORE:
+        tree = ast.parse((PKG / f"{m}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names.add(node.value)  # __slots__ entries
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def defined_names(tree: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+    return out
+
+
+def private_runtime_uses(path: Path, mod: str | None) -> list[str]:
+    """Imports of private runtime modules, and reads of the runtime's private (or internal) attributes
+    that ``path`` does not define itself."""
+    tree = ast.parse(path.read_text(), str(path))
+    private, own = runtime_private_names(), defined_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve(mod, path.name == "__init__.py", node) if mod else (node.module or "")
+            targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+        found += [f"{path.name}:{node.lineno} imports {t}" for t in targets if t in PRIVATE_RUNTIME]
+        if isinstance(node, ast.Attribute) and node.attr not in own and (
+                node.attr in private or node.attr in RUNTIME_INTERNALS):
+            found.append(f"{path.name}:{node.lineno} reads .{node.attr} ({ast.unparse(node)})")
+    return found
+
+
+def public_api_users() -> list[tuple[Path, str | None]]:
+    mods = {p: m for m, p in modules().items()}
+    pkg = [p for p in sorted((PKG / "scenarios").rglob("*.py")) + sorted((PKG / "calibrate").rglob("*.py"))]
+    return [(p, mods[p]) for p in pkg] + [(p, None) for p in sorted((ROOT / "notebooks").glob("*.py"))]
+
+
+def test_the_private_use_check_finds_what_it_looks_for(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from alarmkit._runtime import Simulation\nimport alarmkit._facets\n"
+                   "def f(sim, ctx):\n    sim.kernel.call_at(1, print)\n    return ctx._host.db\n")
+    assert sorted(private_runtime_uses(bad, None)) == [
+        "bad.py:1 imports alarmkit._runtime", "bad.py:2 imports alarmkit._facets",
+        "bad.py:4 reads .kernel (sim.kernel)", "bad.py:5 reads ._host (ctx._host)"]
+    ok = tmp_path / "ok.py"
+    ok.write_text("class A:\n    def _mine(self):\n        return self._mine\n")
+    assert private_runtime_uses(ok, None) == []
+
+
+def test_scenarios_notebooks_and_calibrate_use_only_the_public_runtime():
+    found = [hit for path, mod in public_api_users() for hit in private_runtime_uses(path, mod)]
+    assert not found, "private runtime use:\n" + "\n".join(found)
+
+
+def test_the_scenario_api_page_runs(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    text = (ROOT / "docs" / "scenario-api.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+    assert blocks, "docs/scenario-api.md has no python block"
+    script = tmp_path / "blocks.py"
+    script.write_text("\n".join(blocks))
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .._runtime import Simulation
+from ..runtime import Simulation
 from ..profiles import PROFILES
 from .simtwin import TwinLedger, TwinProbe, err_info
 from .workerd import WorkerdError

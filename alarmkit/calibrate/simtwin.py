@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from .._object import DurableObject
+from ..runtime import DurableObject
 
 __all__ = ["Error", "TwinLedger", "TwinProbe", "TwinProbeFacet", "err_info", "read_journal"]
 
@@ -320,7 +320,7 @@ class TwinProbe(DurableObject):
             res[k] = v
             journal(self, "facet_step", detail={"step": k, "result": v})
 
-        spawn = self.ctx._host.spawn  # a second promise in flight in the same request
+        spawn = self.ctx.start  # a second promise in flight in the same request
         inside.clear()
         f = get_facet()
         step("ping_before", await settle(f.ping()))

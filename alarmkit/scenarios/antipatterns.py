@@ -19,7 +19,7 @@ woken after the lease was due and after the last fault (see ``alarmkit.invariant
 
 from __future__ import annotations
 
-from .._runtime import Simulation
+from ..runtime import Simulation
 from ..errors import InternalError, ObjectCrashed
 from .lease import LeaseLedger
 from .registry import scenario

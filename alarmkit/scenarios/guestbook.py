@@ -11,8 +11,7 @@ import json
 
 import pandas as pd
 
-from .._celld import set_residency
-from .._runtime import Simulation
+from ..runtime import Simulation
 from ..errors import ScenarioError
 from .keepalive import (
     CRASH_LOOP_BUDGET, GUESTBOOK_APP_REF, KEEPALIVE_ALARM_LEAD_MS, GuestbookFacetApp, GuestbookProcessor,
@@ -53,10 +52,10 @@ def _call_at(sim: Simulation, t: int, aw_fn, results: list, label: str) -> None:
     """At virtual time ``t`` start ``aw_fn()``; append ``{t_ms, call, outcome}`` when it settles."""
 
     def start() -> None:
-        task = sim.kernel.spawn(aw_fn(), label)
+        task = sim.spawn(aw_fn(), label)
         task.add_done_callback(lambda f: results.append({"t_ms": t, "call": label, "done_ms": sim.now, **_outcome(f)}))
 
-    sim.kernel.call_at(t, start)
+    sim.call_at(t, start)
 
 
 def _outcome(f) -> dict:
@@ -66,18 +65,17 @@ def _outcome(f) -> dict:
     return {"ok": False, "error": type(err).__name__, "message": str(err)}
 
 
-def _processor_host(sim: Simulation, binding: str, name: str):
-    host = sim.namespaces[binding].hosts[name]
-    return host.facets.get(GUESTBOOK_APP_REF) if binding == "APP" else host
+def _view(sim: Simulation, stub, binding: str) -> dict:
+    """The processor's committed state, read without waking it: the object itself, or (APP) its facet."""
+    view = sim.inspect(stub)
+    if binding == "APP":
+        view = view.facet(GUESTBOOK_APP_REF)
 
-
-def _view(host) -> dict:
-    """The processor's committed state, read without waking it."""
     def rows(q: str) -> list[dict]:
-        if host is None:
+        if view is None:
             return []  # the facet was never created
         try:
-            return host.db.read(q)
+            return view.sql(q)
         except Exception:  # noqa: BLE001 - the table does not exist: the processor never committed
             return []
 
@@ -128,9 +126,9 @@ def guestbook_root(sim: Simulation, entries: int = 5, entry_ms: int = 200, batch
     proc = sim.namespace("GUESTBOOK", GuestbookProcessor).get("processor")
     calls: list[dict] = []
     _call_at(sim, batch_at, lambda: proc.deliver(guestbook_batch(0, entries)), calls, "deliver")
-    sim.kernel.call_at(batch_at + die_after_ms, sim.evict, proc, "the process died mid-batch")
+    sim.call_at(batch_at + die_after_ms, sim.evict, proc, "the process died mid-batch")
     sim.run()
-    view = _view(_processor_host(sim, "GUESTBOOK", "processor"))
+    view = _view(sim, proc, "GUESTBOOK")
     return {"calls": calls, "keepalive_fires": keepalive_fires(sim), **view, "final_alarm": sim.inspect(proc).alarm,
             "report": _story(sim, view, calls)}
 
@@ -148,7 +146,7 @@ def guestbook_facet(sim: Simulation, entries: int = 5, entry_ms: int = 200, batc
         _call_at(sim, t, lambda: app.deliver(guestbook_batch(0, entries)), calls, "deliver")
     sim.run()
     calls.sort(key=lambda c: (c["t_ms"], c["call"]))
-    view = _view(_processor_host(sim, "APP", "app"))
+    view = _view(sim, app, "APP")
     broken = _kinds(sim, "facet_broken", "actor_broken")
     return {"facet_alarms": sim.profile.facet_alarms, "calls": calls, "broken": broken, **view,
             "final_alarm": sim.inspect(app).alarm, "report": _story(sim, view, calls)}
@@ -166,11 +164,11 @@ def guestbook_facet_proxy(sim: Simulation, entries: int = 5, entry_ms: int = 200
     calls: list[dict] = []
     _call_at(sim, batch_at, lambda: app.deliver(guestbook_batch(0, entries)), calls, "deliver")
     if outage == "evict":
-        sim.kernel.call_at(batch_at + die_after_ms, sim.evict, app, "the process died mid-batch")
+        sim.call_at(batch_at + die_after_ms, sim.evict, app, "the process died mid-batch")
     else:
-        sim.kernel.call_at(batch_at + die_after_ms, sim.restart, downtime_ms)
+        sim.call_at(batch_at + die_after_ms, sim.restart, downtime_ms)
     sim.run()
-    view = _view(_processor_host(sim, "APP", "app"))
+    view = _view(sim, app, "APP")
     proxy = _kinds(sim, "proxy_arm", "proxy_deliver")
     return {"calls": calls, "keepalive_fires": keepalive_fires(sim), "proxy": proxy, **view,
             "final_alarm": sim.inspect(app).alarm, "report": _story(sim, view, calls)}
@@ -190,15 +188,15 @@ def guestbook_crash_loop(sim: Simulation, entries: int = 3, entry_ms: int = 200,
     calls: list[dict] = []
     _call_at(sim, batch_at, lambda: target.deliver(guestbook_batch(0, entries, {1: "!poison"})), calls, "deliver")
     sim.run(until=deploy_at)
-    before = _view(_processor_host(sim, binding, "processor"))
+    before = _view(sim, target, binding)
 
     sim.env.GUESTBOOK_VERSION = "v2"  # the deploy: a new registry version, then new instances
-    sim.log("deploy", None, None, None, None, {"version": "v2"})
+    sim.journal_event("deploy", detail={"version": "v2"})
     sim.restart(1_000)
     sim.run(until=deploy_at + 1_000)
     _call_at(sim, deploy_at + 1_000, lambda: target.status(), calls, "status after deploy")
     sim.run()
-    view = _view(_processor_host(sim, binding, "processor"))
+    view = _view(sim, target, binding)
     return {"calls": calls, "keepalive_fires": keepalive_fires(sim), "before_deploy": before, **view,
             "final_alarm": sim.inspect(target).alarm, "report": _story(sim, view, calls)}
 
@@ -215,7 +213,7 @@ def _fleet(sim: Simulation, cells: int, first_batch_at: int, spacing_ms: int, en
         stub = ns.get(name)
         _call_at(sim, t, lambda stub=stub, special=special: stub.deliver(guestbook_batch(0, 3, special)), calls, name)
         if not special:
-            sim.kernel.call_at(t + 300, sim.evict, stub, "the process died mid-batch")
+            sim.call_at(t + 300, sim.evict, stub, "the process died mid-batch")
     sim.run()
     woken = {w["object_id"] for w in _kinds(sim, "wake") if not w["spurious"]}
     fires = [{"cell": f["object_id"], "batch": "failed, stayed up" if f["object_id"] == "resident" else "died",
@@ -237,7 +235,7 @@ def keepalive_celld_vs_workerd(sim: Simulation, cells: int = 5, first_batch_at: 
             f"{sim.profile.name!r} is not celld: drop --profile (or pass --profile celld)"
         )
     if resident_ms is not None:
-        set_residency(sim, resident_ms)
+        sim.configure(resident_ms=resident_ms)
     celld = _fleet(sim, cells, first_batch_at, spacing_ms, entry_ms)
     with Simulation(profile=compare_profile, seed=sim.seed, journal=sim.journal, scenario="keepalive-celld-vs-workerd",
                     params={"cells": cells, "first_batch_at": first_batch_at, "spacing_ms": spacing_ms,

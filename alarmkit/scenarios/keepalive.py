@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 
-from .._facets import AlarmProxyParent, facet_alarm_state, journal_event
-from .._object import DurableObject
+from ..facets import AlarmProxyParent, facet_alarm_state
+from ..runtime import DurableObject
 
 __all__ = [
     "BUGGY_BUILDS", "CRASH_LOOP_BUDGET", "GUESTBOOK_APP_REF", "KEEPALIVE_ALARM_LEAD_MS", "KEEPALIVE_MAX_RUNG",
@@ -68,8 +68,8 @@ class Keepalive:
         prev = self.record()
         self.sql.exec("INSERT OR REPLACE INTO keepalive (one, armed_at_ms, rung, parked_build) VALUES (1, ?, ?, ?)",
                       at, rung, parked)
-        journal_event(self.ctx, "keepalive_arm", at, prev["armed_at_ms"] if prev else None,
-                      {"rung": rung, "lead_ms": keepalive_lead_ms(rung), "cause": cause})
+        self.ctx.journal_event("keepalive_arm", scheduled_ms=at, prev_ms=prev["armed_at_ms"] if prev else None,
+                               detail={"rung": rung, "lead_ms": keepalive_lead_ms(rung), "cause": cause})
 
     async def arm(self, cause: str = "batch") -> None:
         """Before a batch. Already armed: the same time again (idempotent). Parked: no alarm."""
@@ -91,14 +91,14 @@ class Keepalive:
         if rec is None:
             return
         self.sql.exec("DELETE FROM keepalive")
-        journal_event(self.ctx, "keepalive_disarm", None, rec["armed_at_ms"], {"cause": cause})
+        self.ctx.journal_event("keepalive_disarm", prev_ms=rec["armed_at_ms"], detail={"cause": cause})
         await self.ctx.storage.delete_alarm()
 
     async def park(self) -> None:
         """The crash-loop budget is spent: keep the record, drop the alarm, until a deploy."""
         self.sql.exec("UPDATE keepalive SET parked_build = ?", self.build)
-        journal_event(self.ctx, "keepalive_disarm", None, self.record()["armed_at_ms"],
-                      {"cause": "crash-loop budget spent", "parked_build": self.build})
+        self.ctx.journal_event("keepalive_disarm", prev_ms=self.record()["armed_at_ms"],
+                               detail={"cause": "crash-loop budget spent", "parked_build": self.build})
         await self.ctx.storage.delete_alarm()
 
     def deployed_since_parked(self) -> bool:
@@ -184,7 +184,7 @@ class GuestbookProcessor(DurableObject):
         ka, now = self.keepalive, self.ctx.now()
         rec = ka.record()
         outcome = self._gate(rec, now)
-        journal_event(self.ctx, "keepalive_fire", rec["armed_at_ms"] if rec else None, None, {
+        self.ctx.journal_event("keepalive_fire", scheduled_ms=rec["armed_at_ms"] if rec else None, detail={
             "outcome": outcome, "late_ms": now - rec["armed_at_ms"] if rec else None,
             "retry_count": info.retry_count, "scheduled_time": info.scheduled_time,
         })
@@ -213,7 +213,7 @@ class GuestbookProcessor(DurableObject):
         detail = {"revivals": r["total"], "build": r["build"], "build_revivals": r["build_count"],
                   "budget": self.keepalive.budget, "cursor": self.cursor(), "rung": rec["rung"]}
         self.sql.exec("INSERT INTO facts (kind, at_ms, detail) VALUES ('revival', ?, ?)", self.ctx.now(), json.dumps(detail))
-        journal_event(self.ctx, "revival", rec["armed_at_ms"], None, detail)
+        self.ctx.journal_event("revival", scheduled_ms=rec["armed_at_ms"], detail=detail)
         await self.keepalive.climb("revival")  # armed at the next rung before the work: a crash is caught again
         await self.process()
         await self.keepalive.disarm("revival done")

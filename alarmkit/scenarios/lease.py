@@ -7,8 +7,7 @@ constructor re-arms on every wake (revival).
 
 from __future__ import annotations
 
-from .._object import DurableObject
-from .._runtime import Simulation
+from ..runtime import DurableObject, Simulation
 from ..faults import InjectedError
 from .registry import scenario
 

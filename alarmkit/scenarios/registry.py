@@ -67,7 +67,7 @@ def run_scenario(
     **params: Any,
 ) -> dict:
     """Run a named scenario; return its summary with ``attempts``, ``effects`` and ``events``."""
-    from .._runtime import Simulation
+    from ..runtime import Simulation
 
     sc = get_scenario(name)
     sc.check_params(params)

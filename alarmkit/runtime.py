@@ -1,0 +1,19 @@
+"""The public face of the runtime: what a user's objects and scenario scripts use.
+
+``Simulation`` runs Durable Objects under a virtual clock; besides ``namespace``, ``call``, ``run``
+and ``inspect`` it offers the scenario API (``call_at``, ``cancel``, ``spawn``, ``journal_event``,
+``configure``, ``evict``, ``restart``, ``alarms``). Objects subclass ``DurableObject``; their
+``ctx`` is a ``DurableObjectState`` (``storage``, ``facets``, ``start``, ``journal_event``,
+``call_parent``...). See docs/scenario-api.md. Everything here is also exported by ``alarmkit``.
+"""
+
+from __future__ import annotations
+
+from ._kernel import Future, Task
+from ._object import AlarmInfo, DurableObject, DurableObjectState, Storage, alarm_time
+from ._runtime import Inspector, Namespace, Simulation, Stub
+
+__all__ = [
+    "AlarmInfo", "DurableObject", "DurableObjectState", "Future", "Inspector", "Namespace", "Simulation", "Storage",
+    "Stub", "Task", "alarm_time",
+]
