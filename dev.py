@@ -143,8 +143,8 @@ def ensure_chromium(log: Path, chromium: Path = CHROMIUM) -> None:
         out.flush()
         subprocess.call(["apt-get", "update"], stdout=out, stderr=subprocess.STDOUT, env=env)
         cmd = ["apt-get", "install", "-y", "--no-install-recommends", "--no-upgrade", "chromium"]
-        plan = subprocess.run(["apt-get", "-s", *cmd[2:]], capture_output=True, text=True, env=env)
-        out.write(f"$ apt-get -s {' '.join(cmd[2:])}\n{plan.stdout}{plan.stderr}")
+        plan = subprocess.run(["apt-get", "-s", *cmd[1:]], capture_output=True, text=True, env=env)
+        out.write(f"$ apt-get -s {' '.join(cmd[1:])}\n{plan.stdout}{plan.stderr}")
         new, upgraded = apt_upgrades(plan.stdout)
         if plan.returncode or not new:
             say(f"apt-get cannot install chromium (see {log}): the browser tests will be skipped")
