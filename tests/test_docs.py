@@ -85,14 +85,24 @@ def test_not_run_markers_give_a_reason():
                     f"{path.name}:{line}: write the marker as '{NOT_RUN} <reason>', got {first!r}")
 
 
+def anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a markdown file's headings (lowercase, punctuation dropped, spaces to hyphens)."""
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
 def test_relative_links_resolve():
     for path in FILES:
         text = path.read_text(encoding="utf-8")
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
-            if re.match(r"[a-z]+:|#", target):
+            if re.match(r"[a-z]+:", target):
                 continue
-            dest = (path.parent / target.split("#")[0]).resolve()
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
             assert dest.exists(), f"{path.relative_to(ROOT)} links {target}, which does not exist"
+            if anchor and dest.suffix == ".md":
+                assert anchor in anchors(dest), f"{path.relative_to(ROOT)} links {target}: no such heading"
 
 
 def runnable(path: Path) -> list[tuple[str, str]]:
