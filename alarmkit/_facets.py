@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._kernel import Future, wrap_awaitable
+from ._kernel import Future
 from ._object import DurableObject
 from ._host import _UNSET, Host, check_method
 from .errors import (
@@ -213,9 +213,8 @@ class Facets:
     def abort(self, name: str, reason: str = "aborted") -> None:
         """Drop facet ``name``'s running instance (its storage stays); its calls in flight fail."""
         facet = self._host.facets.get(name)
-        if facet is not None and facet.instance is not None:
-            facet.sim.log("evict", facet, None, None, None, {"reason": reason, "busy": bool(facet.tasks)})
-            facet.drop(ObjectCrashed(f"facet {facet.label} was aborted: {reason}"))
+        if facet is not None:
+            facet.evict(reason, f"facet {facet.label} was aborted: {reason}")
 
     def delete(self, name: str) -> None:
         """Abort facet ``name`` and delete its storage."""
@@ -252,7 +251,8 @@ class FacetStub:
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
         check_method(self._host.namespace.cls, method, "facet class ")
-        return lambda *args, **kwargs: _facet_rpc(self, method, args, kwargs)
+        host = self._host
+        return lambda *args, **kwargs: host.sim.rpc(host, method, args, kwargs, self._check)
 
     def _check(self) -> None:
         host = self._host
@@ -267,23 +267,3 @@ class FacetStub:
     def __repr__(self) -> str:
         return f"<FacetStub {self._host.label}>"
 
-
-async def _facet_rpc(stub: FacetStub, method: str, args: tuple, kwargs: dict) -> Any:
-    host = stub._host
-    stub._check()
-    instance = host.ensure_live()
-    try:
-        await host.wait_gate()
-    except ObjectCrashed:
-        stub._check()
-        raise
-    stub._check()
-    host.sim.log("call", host, None, None, None, {"method": method})
-    result = getattr(instance, method)(*args, **kwargs)
-    if hasattr(result, "__await__"):
-        value = await host.spawn(wrap_awaitable(result), f"rpc:{method}")
-    else:
-        host.commit()
-        value = result
-    await host.output_gate(f"rpc:{method}")
-    return value

@@ -113,11 +113,13 @@ class Host:
         self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
         self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
 
-    def evict(self, reason: str = "idle") -> None:
+    def evict(self, reason: str = "idle", message: str | None = None) -> None:
+        """Drop the running instance (journal kind ``evict``); its calls in flight fail with
+        ObjectCrashed(``message``, default ``object X was evicted (reason)``)."""
         if self.instance is None:
             return
         self.sim.log("evict", self, None, None, None, {"reason": reason, "busy": bool(self.tasks)})
-        self.drop(ObjectCrashed(f"object {self.label} was evicted ({reason})"))
+        self.drop(ObjectCrashed(message or f"object {self.label} was evicted ({reason})"))
 
     def _touch(self) -> None:
         # one pending idle timer per object, re-armed lazily: activity only moves last_active

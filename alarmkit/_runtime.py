@@ -14,9 +14,10 @@ from ._events import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
 from ._celld import CelldScheduler
 from ._facets import facets_of
-from ._host import Host, check_method
+from ._host import Host
+from ._stubs import Env, Inspector, Namespace, Stub
 from ._kernel import Future, Kernel, Task, wrap_awaitable
-from ._object import AlarmInfo, DurableObject, DurableObjectState
+from ._object import AlarmInfo, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
 from .errors import AlarmkitError, HandlerTimeout, ObjectCrashed, UncountedFailure
@@ -26,54 +27,6 @@ from .profiles import Profile, get_profile
 __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
 # every alarm backend a profile can name (Profile.scheduler), registered here and nowhere else
 SCHEDULERS: dict[str, Callable[[Simulation], AlarmBackend]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
-
-
-class Stub:
-    """A reference to an object; ``await stub.method(*args)`` is an RPC into it."""
-
-    __slots__ = ("_sim", "_host")
-
-    def __init__(self, sim: Simulation, host: Host) -> None:
-        self._sim = sim
-        self._host = host
-
-    @property
-    def id(self) -> str:
-        return self._host.name
-
-    def __getattr__(self, method: str) -> Callable[..., Any]:
-        check_method(self._host.namespace.cls, method)
-        return lambda *args, **kwargs: self._sim.rpc(self._host, method, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<Stub {self._host.namespace.binding}:{self._host.label}>"
-
-
-class Namespace:
-    """A Durable Object class bound under a name; ``get(name)`` gives a stub."""
-
-    def __init__(self, sim: Simulation, binding: str, cls: type) -> None:
-        if not (isinstance(cls, type) and issubclass(cls, DurableObject)):
-            raise AlarmkitError(f"namespace {binding!r} needs a DurableObject subclass, got {cls!r}")
-        self.sim = sim
-        self.binding = binding
-        self.cls = cls
-        self.hosts: dict[str, Host] = {}
-
-    def get(self, name: str) -> Stub:
-        if not isinstance(name, str) or not name:
-            raise AlarmkitError(f"object names are non-empty strings, got {name!r}")
-        host = self.hosts.get(name)
-        if host is None:
-            host = self.hosts[name] = Host(self.sim, self, name)
-        return Stub(self.sim, host)
-
-
-class _Env:
-    """``env``: every namespace under its binding name."""
-
-    def __repr__(self) -> str:
-        return f"<env {sorted(self.__dict__)}>"
 
 
 class Simulation:
@@ -100,7 +53,7 @@ class Simulation:
         self.seed = seed
         self.faults = faults or Faults()
         self.fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
-        self.env = _Env()
+        self.env = Env()
         self.namespaces: dict[str, Namespace] = {}
         self.down = False
         self._up: Future | None = None
@@ -204,17 +157,35 @@ class Simulation:
     def evict(self, stub: Stub, reason: str = "forced") -> None:
         stub._host.evict(reason)
 
-    async def rpc(self, host: Host, method: str, args: tuple, kwargs: dict) -> Any:
+    async def rpc(self, host: Host, method: str, args: tuple, kwargs: dict, check: Callable[[], None] | None = None) -> Any:
+        """Call ``method(*args, **kwargs)`` in ``host``'s instance (waking it), as a stub does.
+
+        ``check`` (a facet stub's): called before the call, after its gate opens (also when that
+        wait fails) and raising to fail the call; then the result waits for the facet's output gate."""
+        if check is not None:
+            check()
         while self.down:
             await self._up
         instance = host.ensure_live()
-        await host.wait_gate()
+        if check is None:
+            await host.wait_gate()
+        else:
+            try:
+                await host.wait_gate()
+            except ObjectCrashed:
+                check()
+                raise
+            check()
         self.log("call", host, None, None, None, {"method": method})
         result = getattr(instance, method)(*args, **kwargs)
         if inspect.isawaitable(result):
-            return await host.spawn(wrap_awaitable(result), f"rpc:{method}")
-        host.commit()
-        return result
+            value = await host.spawn(wrap_awaitable(result), f"rpc:{method}")
+        else:
+            host.commit()
+            value = result
+        if check is not None:
+            await host.output_gate(f"rpc:{method}")
+        return value
 
     # -- alarms ---------------------------------------------------------------------------
     def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[Any, bool, bool], None], token: Any) -> None:
@@ -369,39 +340,6 @@ class Simulation:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class Inspector:
-    """Read an object's committed state from outside, without waking it (``sim.inspect(stub)``)."""
-
-    def __init__(self, sim: Simulation, host: Host) -> None:
-        self._sim, self._host = sim, host
-
-    @property
-    def label(self) -> str:
-        """The object's id, or ``parent/facet`` for a facet."""
-        return self._host.label
-
-    def sql(self, query: str, *params: Any) -> list[dict]:
-        """Rows of a read-only query on the object's committed SQL storage; raises SqlError (e.g. no such table)."""
-        return self._host.db.read(query, params)
-
-    def facet(self, name: str) -> Inspector | None:
-        """The inspector of this object's facet ``name``, or None if it never created one."""
-        child = self._host.facets.get(name)
-        return None if child is None else Inspector(self._sim, child)
-
-    @property
-    def alarm(self) -> int | None:
-        return self._host.alarm_backend.get(self._host)
-
-    @property
-    def awake(self) -> bool:
-        return self._host.instance is not None
-
-    @property
-    def instance(self) -> DurableObject | None:
-        return self._host.instance
 
 
 _new_tuple = tuple.__new__

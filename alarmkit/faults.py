@@ -20,7 +20,7 @@ from ._planfields import (
     INT_LISTS, PARTS, DOCUMENTED_MAX_LATE_MS, Crash, EffectCrash, EffectThrow, Evict,
     FaultPlanError, Restart, check_ints, check_latency, check_name, part_dict, check_parts, toml_value,
 )
-from .errors import AlarmkitError, InjectedError, UncountedFailure
+from .errors import InjectedError, UncountedFailure
 from .profiles import Latency
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from ..errors import AlarmkitError, WorkerdError
+from ..errors import WorkerdError
 
 DEFAULT_VERSION = "1.20261117.1"
 # Newest compatibility date accepted by workerd 1.20261117.1 is 2026-11-24; the date of the
