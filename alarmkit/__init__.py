@@ -13,7 +13,7 @@ from .invariants import Obligation, Report, Violation, check, check_run
 from .explore import Counterexample, Exploration, FaultSpace, explore
 from .journal import EventRow, Journal
 from .profiles import PROFILES, Latency, Profile, get_profile
-from .scenarios import SCENARIOS, list_scenarios, run_scenario, scenario
+from .scenarios import SCENARIOS, RunResult, list_scenarios, run_scenario, scenario
 
 __version__ = "0.1.0"
 
@@ -21,7 +21,7 @@ __all__ = [
     "AlarmInfo", "AlarmkitError", "Inspector", "DurableObject", "DurableObjectState", "Faults", "Future", "HandlerTimeout",
     "InjectedError", "InternalError", "Journal", "JournalLocked", "Kernel", "Latency", "ObjectCrashed", "PROFILES",
     "Profile", "SCENARIOS", "ScenarioError", "Simulation", "SqlError", "Stub", "Task", "UncountedFailure",
-    "get_profile", "list_scenarios", "run_scenario", "scenario",
+    "get_profile", "list_scenarios", "run_scenario", "scenario", "RunResult",
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",

@@ -1,7 +1,7 @@
 """Running many exploration runs: one run, a chunk of runs (the picklable worker), executors.
 
 A worker receives plain data (the scenario's name, parameters, plans as dicts) and returns
-``RunResult`` values; with an output folder it also writes its chunk's rows as a Parquet file.
+``SweepRun`` values; with an output folder it also writes its chunk's rows as a Parquet file.
 Scenarios are found by name in the worker, so they must be registered when alarmkit (or one
 of the ``modules`` it is told to import) is imported there.
 """
@@ -23,7 +23,7 @@ from ._events import EventRow
 from ._space import Domain
 from .faults import FaultPlan
 
-__all__ = ["RunResult", "Domain", "run_one", "run_chunk", "run_specs", "resolve_executor", "normalize_table",
+__all__ = ["SweepRun", "Domain", "run_one", "run_chunk", "run_specs", "resolve_executor", "normalize_table",
            "TABLE_COLUMNS", "write_rows"]
 
 # column -> pandas dtype of the result table (one row per run)
@@ -37,7 +37,7 @@ TABLE_COLUMNS = {
 
 
 @dataclass
-class RunResult:
+class SweepRun:
     row: dict[str, Any]
     plan: dict[str, Any]
     violations: list[dict] = field(default_factory=list)
@@ -47,7 +47,7 @@ class RunResult:
     domain: Domain | None = None
 
 
-def run_one(ctx: dict, spec: dict) -> RunResult:
+def run_one(ctx: dict, spec: dict) -> SweepRun:
     """Run one simulation of ``ctx["scenario"]`` under ``spec["plan"]`` and check it."""
     from ._runtime import Simulation
     from .invariants import DEFAULT_GRACE_MS, check_run, final_alarms
@@ -60,7 +60,7 @@ def run_one(ctx: dict, spec: dict) -> RunResult:
                      params={**sc.params, **params}, faults=plan)
     row = {"idx": spec["idx"], "key": spec["key"], "kind": spec["kind"], "depth": spec["depth"],
            "seed": spec["seed"], "faults": plan.to_json(), "n_faults": plan.size(), "error": ""}
-    result = RunResult(row, plan.to_dict())
+    result = SweepRun(row, plan.to_dict())
     try:
         summary = sc.fn(sim, **params) or {}
     except Exception as err:  # noqa: BLE001 - a scenario that breaks under faults is a finding, not a crash
@@ -117,7 +117,7 @@ def _domain(rows: list[EventRow], points: list[tuple], summary: dict, end: int) 
     )
 
 
-def run_chunk(job: dict) -> list[RunResult]:
+def run_chunk(job: dict) -> list[SweepRun]:
     """The worker: run a chunk of specs; write their rows to ``<out>/<name>.parquet`` if asked."""
     import alarmkit.scenarios  # noqa: F401  (registers the built-in scenarios in a fresh worker)
 
@@ -189,7 +189,7 @@ def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, bool, int
     )
 
 
-def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress: bool, wave: int) -> list[RunResult]:
+def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress: bool, wave: int) -> list[SweepRun]:
     """Run ``specs`` on ``executor`` in chunks; results in no particular order."""
     from tqdm.auto import tqdm
 
@@ -198,7 +198,7 @@ def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress:
     size = max(1, min(64, math.ceil(len(specs) / (width * 4))))
     jobs = [{"ctx": ctx, "specs": specs[i:i + size], "name": f"runs-{wave:02d}-{i // size:05d}"}
             for i in range(0, len(specs), size)]
-    out: list[RunResult] = []
+    out: list[SweepRun] = []
     with tqdm(total=len(specs), desc=f"{ctx['scenario']} wave {wave}", unit="run", disable=not progress,
               leave=False) as bar:
         if isinstance(executor, InProcess):

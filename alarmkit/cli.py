@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
-    result.pop("sim", None)
+    result = result.to_dict()
     if args.json:
         print(json.dumps(result, default=str))
         return 0

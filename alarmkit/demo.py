@@ -26,9 +26,7 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1) ->
     results = []
     with Journal(path) as journal:
         for sc in tqdm(list_scenarios(), desc="scenarios", unit="run"):
-            r = run_scenario(sc.name, seed=seed, journal=journal)
-            r.pop("sim", None)
-            results.append(r)
+            results.append(run_scenario(sc.name, seed=seed, journal=journal).to_dict())  # plain data: no live sim
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
         for r in tqdm(results, desc="reports", unit="file"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pandas as pd
 
@@ -28,7 +28,11 @@ from .faults import FaultPlan
 from .invariants import INVARIANTS
 from ._shrink import shrink, snippet
 from ._space import FaultSpace
-from ._sweep import RunResult, normalize_table, resolve_executor, run_one, run_specs, write_rows
+from ._sweep import SweepRun, normalize_table, resolve_executor, run_one, run_specs, write_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._replay import Comparison
+    from .scenarios import RunResult
 
 __all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_table", "shrink", "snippet"]
 
@@ -50,6 +54,20 @@ class Counterexample:
 
     def snippet(self) -> str:
         return snippet(self.scenario, self.plan, self.seed, self.params, self.profile)
+
+    def replay(self, journal: Any = None, scenario: str | None = None) -> RunResult:
+        """Run this counterexample again into ``journal`` (a ``RunResult``); ``scenario``: run another
+        scenario (e.g. the correct variant) under the same seed and plan."""
+        from ._replay import replay
+
+        return replay(self, journal, scenario)
+
+    def compare(self, correct: str, journal: Any = None, labels: tuple[str, str] | None = None) -> Comparison:
+        """Replay this and the ``correct`` scenario under the same plan: ``.bad``, ``.good``,
+        ``.check()`` (of the bad run) and ``.figure(kinds=..., window=..., title=...)``."""
+        from ._replay import compare_with
+
+        return compare_with(self, correct, journal, labels)
 
     def to_dict(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "invariant": self.invariant, "object": self.object,
@@ -175,7 +193,7 @@ def explore(
     domain = first.domain
     if out_dir is not None:
         write_rows(out_dir / "runs-00-baseline.parquet", [first.row])
-    results: list[RunResult] = [first]
+    results: list[SweepRun] = [first]
     specs: list[dict] = []
     idx = 1
     seen: set[frozenset] = set()
@@ -207,9 +225,9 @@ def explore(
 
 
 def _waves(ctx: dict, specs: list[dict], pool: Any, width: int, progress: bool, base: FaultPlan,
-           tasks: tuple | None, depth: int, seen: set, idx: int) -> list[RunResult]:
+           tasks: tuple | None, depth: int, seen: set, idx: int) -> list[SweepRun]:
     """Wave 1: single crashes and random runs; wave n: a crash after each crash of wave n - 1."""
-    results: list[RunResult] = []
+    results: list[SweepRun] = []
     wave = 1
     while specs:
         done = run_specs(ctx, specs, pool, width, progress, wave)
@@ -305,7 +323,7 @@ def _prepare_out(out: Any) -> Path | None:
 # -- results --------------------------------------------------------------------------------------
 
 
-def _write_journal(journal: Any, scenario: str, profile: str, params: dict, results: list[RunResult]) -> list:
+def _write_journal(journal: Any, scenario: str, profile: str, params: dict, results: list[SweepRun]) -> list:
     if journal is None:
         return [None] * len(results)
     from .journal import Journal
@@ -324,7 +342,7 @@ def _write_journal(journal: Any, scenario: str, profile: str, params: dict, resu
             j.close()
 
 
-def _table(results: list[RunResult], run_ids: list, out_dir: Path | None) -> pd.DataFrame:
+def _table(results: list[SweepRun], run_ids: list, out_dir: Path | None) -> pd.DataFrame:
     if out_dir is not None:
         df = results_table(out_dir)  # what the workers wrote, read back by DuckDB as one table
     else:
@@ -333,7 +351,7 @@ def _table(results: list[RunResult], run_ids: list, out_dir: Path | None) -> pd.
     return df
 
 
-def _duplicates(results: list[RunResult]) -> pd.DataFrame:
+def _duplicates(results: list[SweepRun]) -> pd.DataFrame:
     agg: dict[tuple, list[int]] = {}
     for r in results:
         for d in r.duplicates:
@@ -348,8 +366,8 @@ def _duplicates(results: list[RunResult]) -> pd.DataFrame:
 # -- shrinking ------------------------------------------------------------------------------------
 
 
-def _counterexamples(ctx: dict, results: list[RunResult], budget: int, limit: int) -> list[Counterexample]:
-    groups: dict[tuple, RunResult] = {}
+def _counterexamples(ctx: dict, results: list[SweepRun], budget: int, limit: int) -> list[Counterexample]:
+    groups: dict[tuple, SweepRun] = {}
     for r in results:
         for v in r.violations:
             g = (v["invariant"], v["object"])
@@ -371,7 +389,7 @@ def _counterexamples(ctx: dict, results: list[RunResult], budget: int, limit: in
     return out
 
 
-def _cost(r: RunResult) -> tuple:
+def _cost(r: SweepRun) -> tuple:
     return (FaultPlan.from_dict(r.plan).size(), r.row["seed"], r.row["idx"])
 
 

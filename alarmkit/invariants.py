@@ -158,17 +158,17 @@ class Report:
                 f"{s['duplicates']} duplicated>")
 
 
-def check(result: dict, invariants: Iterable[str] | None = None, grace_ms: int | None = None,
+def check(result: Any, invariants: Iterable[str] | None = None, grace_ms: int | None = None,
           max_late_ms: int | None = None) -> Report:
     """Check a ``run_scenario`` result (its journal, obligations, horizon and final alarms)."""
-    sim = result.get("sim") if isinstance(result, dict) else None
+    sim = getattr(result, "sim", None)
     if sim is None:
-        raise AlarmkitError("check() needs the dict run_scenario returns (with its 'sim'); "
+        raise AlarmkitError(f"check() needs the RunResult run_scenario returns, got {type(result).__name__}; "
                             "for a journal use check_run(events, obligations, horizon_ms)")
     return check_run(
-        sim_rows(sim), result.get("obligations", ()), result.get("horizon_ms", sim.now),
+        sim_rows(sim), result.obligations, sim.now if result.horizon_ms is None else result.horizon_ms,
         final=final_alarms(sim), invariants=invariants,
-        grace_ms=result.get("grace_ms", DEFAULT_GRACE_MS) if grace_ms is None else grace_ms,
+        grace_ms=(DEFAULT_GRACE_MS if result.grace_ms is None else result.grace_ms) if grace_ms is None else grace_ms,
         max_late_ms=max_late_ms,
     )
 

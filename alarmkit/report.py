@@ -214,13 +214,13 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         if journal is None:
             raise AlarmkitError(f"run {what} needs journal=Journal(path) to read it from")
         run, events = journal.run(what), journal.events(what)
-    elif isinstance(what, dict) and "scenario" in what:
-        run = {**_run_info(what), **(run or {})}
-        if journal is not None and what.get("run_id") is not None:
-            events = journal.events(what["run_id"])
-            run = {**journal.run(what["run_id"]), **run}
-        elif what.get("sim") is not None:
-            events = what["sim"].events()
+    elif hasattr(what, "to_dict") and hasattr(what, "sim"):  # a run_scenario RunResult
+        run = {**_run_info(what.to_dict()), **(run or {})}
+        if journal is not None and what.run_id is not None:
+            events = journal.events(what.run_id)
+            run = {**journal.run(what.run_id), **run}
+        elif what.sim is not None:
+            events = what.events
         else:
             raise AlarmkitError("this run_scenario result has no 'sim' and no run_id; pass journal= or the events")
     elif isinstance(what, pd.DataFrame):

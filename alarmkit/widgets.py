@@ -20,7 +20,7 @@ from .journal import Journal
 from .plots import timeline
 from .profiles import PROFILES, Latency
 from .report import export_run
-from .scenarios import get_scenario, run_scenario
+from .scenarios import RunResult, get_scenario, run_scenario
 
 __all__ = ["Explorer"]
 
@@ -86,7 +86,7 @@ class Explorer(W.VBox):
                          layout=W.Layout(grid_template_columns="repeat(3, 1fr)"))
         super().__init__([grid, W.HBox([self.play, self.time]), self.figure, self.status, self.table,
                           W.HBox([self.out_path, self.export_button])])
-        self.result: dict | None = None
+        self.result: RunResult | None = None
         self.rerun()
 
     # -- callbacks ------------------------------------------------------------------------
@@ -105,13 +105,13 @@ class Explorer(W.VBox):
             self.status.value = f"<b>not run:</b> {html.escape(str(err))}"
             return
         self.result = result
-        self.events = result["sim"].events()
+        self.events = result.events
         end = int(self.events["t_ms"].max()) if len(self.events) else 0
         self.time.max = self.play.max = max(end, 1)
         self.play.step = max(1, end // 40)
         self.status.value = html.escape(
-            f"run {result['run_id']}: {len(result['attempts'])} alarm() attempts, effects {result['effects']}, "
-            f"{result['events']} events"
+            f"run {result.run_id}: {len(result.attempts)} alarm() attempts, effects {result.effects}, "
+            f"{result.event_count} events"
         )
         if self.time.value != end:
             self.time.value = end  # observer redraws
@@ -133,9 +133,9 @@ class Explorer(W.VBox):
 
     def export(self, path: str | Path | None = None) -> Path:
         """Write the current run's report (self-contained HTML)."""
-        out = export_run(self.journal, self.result["run_id"], path or self.out_path.value)
+        out = export_run(self.journal, self.result.run_id, path or self.out_path.value)
         self.status.value = f"wrote {html.escape(str(out))}"
         return out
 
     def __repr__(self) -> str:
-        return f"<Explorer {self.scenario.name} run={self.result and self.result['run_id']}>"
+        return f"<Explorer {self.scenario.name} run={self.result and self.result.run_id}>"

@@ -157,10 +157,10 @@ journal = ak.Journal()
 normal = ak.run_scenario("lease-normal", seed=0, journal=journal)
 
 # %%
-normal["attempts"], normal["effects"], normal["final_alarm"]
+normal.attempts, normal.effects, normal["final_alarm"]
 
 # %%
-timeline(journal.events(normal["run_id"]), title="lease-normal")
+timeline(journal.events(normal.run_id), title="lease-normal")
 
 # %% [markdown]
 # **Crash after the effect.** `revoke` throws once, *after* recording its call. The first attempt
@@ -173,13 +173,13 @@ timeline(journal.events(normal["run_id"]), title="lease-normal")
 crash = ak.run_scenario("lease-crash-after-effect", seed=0, journal=journal)
 
 # %%
-crash["attempts"], crash["effects"]
+crash.attempts, crash.effects
 
 # %%
-assert crash["effects"] == {"lease-0": 2}
+assert crash.effects == {"lease-0": 2}
 
 # %%
-timeline(journal.events(crash["run_id"]), title="lease-crash-after-effect")
+timeline(journal.events(crash.run_id), title="lease-crash-after-effect")
 
 # %% [markdown]
 # **Moves only earlier.** 5 s, then 60 s (no move), then 1 s (moves earlier): the alarm after
@@ -192,7 +192,7 @@ earlier = ak.run_scenario("lease-moves-only-earlier", seed=0, journal=journal)
 earlier["alarm_after_each_grant"]
 
 # %%
-timeline(journal.events(earlier["run_id"]), title="lease-moves-only-earlier")
+timeline(journal.events(earlier.run_id), title="lease-moves-only-earlier")
 
 # %% [markdown]
 # ## Explore it yourself

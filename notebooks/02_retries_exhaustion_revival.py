@@ -78,15 +78,15 @@ exhausted = ak.run_scenario("lease-exhaustion", seed=1, journal=journal)
 # the jitter can add up to a quarter of each wait (at most 157.5 s for the seventh attempt).
 
 # %%
-first = exhausted["attempts"][0]["t_ms"]
+first = exhausted.attempts[0]["t_ms"]
 
 # %%
-pd.DataFrame({"retry_count": [a["retry_count"] for a in exhausted["attempts"]],
-              "simulated, s after the first": [(a["t_ms"] - first) / 1000 for a in exhausted["attempts"]],
+pd.DataFrame({"retry_count": [a["retry_count"] for a in exhausted.attempts],
+              "simulated, s after the first": [(a["t_ms"] - first) / 1000 for a in exhausted.attempts],
               "seed 003, local workerd": [0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6]})
 
 # %%
-assert [a["retry_count"] for a in exhausted["attempts"]] == [0, 1, 2, 3, 4, 5, 6]
+assert [a["retry_count"] for a in exhausted.attempts] == [0, 1, 2, 3, 4, 5, 6]
 
 # %% [markdown]
 # After the seventh failure the journal has an `abandoned` event. The stored alarm is gone and
@@ -97,7 +97,7 @@ assert [a["retry_count"] for a in exhausted["attempts"]] == [0, 1, 2, 3, 4, 5, 6
 exhausted["final_alarm"], exhausted["rows_left"]
 
 # %%
-timeline(journal.events(exhausted["run_id"]), title="lease-exhaustion: seven attempts, then silence")
+timeline(journal.events(exhausted.run_id), title="lease-exhaustion: seven attempts, then silence")
 
 # %% [markdown]
 # ## The ladder against workerd's
@@ -142,10 +142,10 @@ ladder_journal.sql("""
 celld = ak.run_scenario("lease-exhaustion", seed=1, profile="celld", journal=journal)
 
 # %%
-[a["t_ms"] for a in celld["attempts"]]
+[a["t_ms"] for a in celld.attempts]
 
 # %%
-compare({"workerd": journal.events(exhausted["run_id"]), "celld": journal.events(celld["run_id"])},
+compare({"workerd": journal.events(exhausted.run_id), "celld": journal.events(celld.run_id)},
         kinds=["fire", "handler_error", "retry_scheduled", "abandoned"], title="the same probe, two runtimes")
 
 # %% [markdown]
@@ -168,16 +168,16 @@ uncounted = ak.run_scenario("lease-normal", seed=0, journal=journal, ttls=(300,)
 # was evicted while idle between attempts; each retry woke it again (a `construct` before the fire).
 
 # %%
-[(a["t_ms"], a["retry_count"]) for a in uncounted["attempts"]]
+[(a["t_ms"], a["retry_count"]) for a in uncounted.attempts]
 
 # %%
-assert len(uncounted["attempts"]) == 10 and {a["retry_count"] for a in uncounted["attempts"]} == {0}
+assert len(uncounted.attempts) == 10 and {a["retry_count"] for a in uncounted.attempts} == {0}
 
 # %%
-timeline(journal.events(uncounted["run_id"]), title="nine uncounted failures")
+timeline(journal.events(uncounted.run_id), title="nine uncounted failures")
 
 # %%
-backoff_ladder(journal.events(uncounted["run_id"]))
+backoff_ladder(journal.events(uncounted.run_id))
 
 # %% [markdown]
 # ## Revival
@@ -191,17 +191,17 @@ backoff_ladder(journal.events(uncounted["run_id"]))
 revived = ak.run_scenario("lease-revival", seed=1, journal=journal)
 
 # %%
-revived["request_at"], revived["attempts"][-1], revived["effects"], revived["rows_left"]
+revived["request_at"], revived.attempts[-1], revived.effects, revived["rows_left"]
 
 # %%
-assert revived["effects"] == {"lease-0": 1} and revived["rows_left"] == []
+assert revived.effects == {"lease-0": 1} and revived["rows_left"] == []
 
 # %% [markdown]
 # The `revive` event (a green star) marks the constructor's re-arm; the restart is the hourglass
 # in the runtime lane.
 
 # %%
-timeline(journal.events(revived["run_id"]), title="lease-revival")
+timeline(journal.events(revived.run_id), title="lease-revival")
 
 # %% [markdown]
 # ## Against the real runtime

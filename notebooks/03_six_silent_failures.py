@@ -38,7 +38,6 @@
 import os
 
 import alarmkit as ak
-from alarmkit.plots import compare
 
 # %% [markdown]
 # CI runs this notebook with `ALARMKIT_CI=1` and fewer random seeds. `workers=1` runs every
@@ -70,9 +69,10 @@ assert correct.ok
 correct.duplicates
 
 # %% [markdown]
-# Each failure below follows the same five steps: explore the variant, read the shrunk
-# counterexample (it prints as a script you can paste anywhere), replay it into the journal, replay
-# the *same plan* against the correct ledger, and plot the two runs on one time axis.
+# Each failure below follows the same steps: explore the variant, read the shrunk counterexample
+# (it prints as a script you can paste anywhere), then `cx.compare("lease-ledger", journal=...)`
+# replays it into the journal beside the correct ledger under the *same plan*: `.check()` reads
+# the bad run against its obligations and `.figure(...)` plots the two runs on one time axis.
 #
 # ## 1 · Treating the alarm as the data
 #
@@ -95,20 +95,16 @@ cx = found.counterexamples[0]
 assert cx.invariant == "lost"
 
 # %%
-bad = ak.run_scenario(cx.scenario, seed=cx.seed, faults=cx.plan, journal=journal)
-
-# %%
-good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=journal)
+pair = cx.compare("lease-ledger", journal=journal, labels=("alarm as data", "correct ledger"))
 
 # %% [markdown]
 # `check` reads a run's journal against its obligations: one row per lease, done or lost, and why.
 
 # %%
-ak.check(bad).table()[["key", "due_ms", "done_ms", "count", "status"]]
+pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 
 # %%
-compare({"alarm as data": journal.events(bad["run_id"]), "correct ledger": journal.events(good["run_id"])},
-        kinds=["arm", "fire", "effect", "handler_ok"], window=(0, 400_000), title="1 · the alarm as the data")
+pair.figure(kinds=["arm", "fire", "effect", "handler_ok"], window=(0, 400_000), title="1 · the alarm as the data")
 
 # %% [markdown]
 # Three leases are never revoked: every `set_alarm` (▼) replaced the alarm of the lease before it.
@@ -137,13 +133,10 @@ cx = found.counterexamples[0]
 assert cx.invariant == "alarm_pushed_past_due"
 
 # %%
-bad = ak.run_scenario(cx.scenario, seed=cx.seed, faults=cx.plan, journal=journal)
+pair = cx.compare("lease-ledger", journal=journal, labels=("constructor pushes later", "correct ledger"))
 
 # %%
-good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=journal)
-
-# %%
-[(v.invariant, v.message) for v in ak.check(bad).violations]
+[(v.invariant, v.message) for v in pair.check().violations]
 
 # %% [markdown]
 # In this run the retried grant happens to pull the alarm back in the same millisecond (the long
@@ -152,8 +145,7 @@ good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=jou
 # grant right behind it would leave the lease 40 s late.
 
 # %%
-compare({"constructor pushes later": journal.events(bad["run_id"]), "correct ledger": journal.events(good["run_id"])},
-        kinds=["arm", "crash", "construct", "fire", "effect"], window=(0, 100_000), title="2 · the constructor pushes the alarm later")
+pair.figure(kinds=["arm", "crash", "construct", "fire", "effect"], window=(0, 100_000), title="2 · the constructor pushes the alarm later")
 
 # %% [markdown]
 # ## 3 · Deleting before the effect
@@ -178,17 +170,13 @@ cx = found.counterexamples[0]
 assert cx.invariant == "lost"
 
 # %%
-bad = ak.run_scenario(cx.scenario, seed=cx.seed, faults=cx.plan, journal=journal)
+pair = cx.compare("lease-ledger", journal=journal, labels=("delete before effect", "correct ledger"))
 
 # %%
-good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=journal)
+pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 
 # %%
-ak.check(bad).table()[["key", "due_ms", "done_ms", "count", "status"]]
-
-# %%
-compare({"delete before effect": journal.events(bad["run_id"]), "correct ledger": journal.events(good["run_id"])},
-        kinds=["fault", "fire", "handler_error", "retry_scheduled", "effect", "handler_ok"], window=(0, 60_000),
+pair.figure(kinds=["fault", "fire", "handler_error", "retry_scheduled", "effect", "handler_ok"], window=(0, 60_000),
         title="3 · the row deleted before the effect")
 
 # %% [markdown]
@@ -214,17 +202,13 @@ cx = found.counterexamples[0]
 assert cx.invariant == "early_effect"
 
 # %%
-bad = ak.run_scenario(cx.scenario, seed=cx.seed, faults=cx.plan, journal=journal)
+pair = cx.compare("lease-ledger", journal=journal, labels=("reads the clock", "correct ledger"))
 
 # %%
-good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=journal)
+pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 
 # %%
-ak.check(bad).table()[["key", "due_ms", "done_ms", "count", "status"]]
-
-# %%
-compare({"reads the clock": journal.events(bad["run_id"]), "correct ledger": journal.events(good["run_id"])},
-        kinds=["fault", "crash", "fire", "retry_scheduled", "effect", "handler_ok"], window=(0, 60_000),
+pair.figure(kinds=["fault", "crash", "fire", "retry_scheduled", "effect", "handler_ok"], window=(0, 60_000),
         title="4 · the handler trusts its firing")
 
 # %% [markdown]
@@ -251,17 +235,13 @@ cx = found.counterexamples[0]
 assert cx.invariant == "dropped_wakeup"
 
 # %%
-bad = ak.run_scenario(cx.scenario, seed=cx.seed, faults=cx.plan, journal=journal)
+pair = cx.compare("lease-ledger", journal=journal, labels=("get_alarm() in handler", "correct ledger"))
 
 # %%
-good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=journal)
+pair.check().table()[["key", "due_ms", "done_ms", "late_ms", "status"]]
 
 # %%
-ak.check(bad).table()[["key", "due_ms", "done_ms", "late_ms", "status"]]
-
-# %%
-compare({"get_alarm() in handler": journal.events(bad["run_id"]), "correct ledger": journal.events(good["run_id"])},
-        kinds=["arm", "fire", "effect", "construct"], window=(0, 400_000), title="5 · the re-arm decided on null")
+pair.figure(kinds=["arm", "fire", "effect", "construct"], window=(0, 400_000), title="5 · the re-arm decided on null")
 
 # %% [markdown]
 # ## 6 · Assuming a failing handler is retried forever
@@ -288,17 +268,13 @@ cx = found.counterexamples[0]
 assert cx.invariant == "lost"
 
 # %%
-bad = ak.run_scenario(cx.scenario, seed=cx.seed, faults=cx.plan, journal=journal)
+pair = cx.compare("lease-ledger", journal=journal, labels=("no revival", "correct ledger"))
 
 # %%
-good = ak.run_scenario("lease-ledger", seed=cx.seed, faults=cx.plan, journal=journal)
+pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 
 # %%
-ak.check(bad).table()[["key", "due_ms", "done_ms", "count", "status"]]
-
-# %%
-compare({"no revival": journal.events(bad["run_id"]), "correct ledger": journal.events(good["run_id"])},
-        kinds=["fire", "handler_error", "abandoned", "construct", "revive", "effect"], window=(0, 420_000),
+pair.figure(kinds=["fire", "handler_error", "abandoned", "construct", "revive", "effect"], window=(0, 420_000),
         title="6 · retries run out and nothing revives the work")
 
 # %% [markdown]

@@ -156,12 +156,12 @@ print("\n".join(restarted["report"]))
 # `app/guestbook`).
 
 # %%
-compare({"facet (workerd)": journal.events(today["run_id"]),
-         "facet (workerd-2026-07)": journal.events(before["run_id"]),
-         "facet behind the proxy": journal.events(proxied["run_id"])}, title="one processor, three hostings")
+compare({"facet (workerd)": journal.events(today.run_id),
+         "facet (workerd-2026-07)": journal.events(before.run_id),
+         "facet behind the proxy": journal.events(proxied.run_id)}, title="one processor, three hostings")
 
 # %%
-timeline(journal.events(proxied["run_id"]), title="guestbook-facet-proxy: the parent's alarm revives the facet")
+timeline(journal.events(proxied.run_id), title="guestbook-facet-proxy: the parent's alarm revives the facet")
 
 # %% [markdown]
 # ## Try it

@@ -89,10 +89,10 @@ journal.sql("""
     WHERE run_id = ? AND kind IN ('arm', 'disarm', 'fire', 'keepalive_arm', 'keepalive_fire', 'revival',
                                   'keepalive_disarm', 'evict')
     ORDER BY seq
-""", root["run_id"])
+""", root.run_id)
 
 # %%
-timeline(journal.events(root["run_id"]), title="guestbook-root: died mid-batch, revived at +10 s")
+timeline(journal.events(root.run_id), title="guestbook-root: died mid-batch, revived at +10 s")
 
 # %% [markdown]
 # ## Late, failed and duplicate fires are harmless
@@ -118,8 +118,8 @@ pd.DataFrame([{"plan": name, **fire, "signed": len(r["signed"]), "revivals": r["
               for fire in r["keepalive_fires"]])
 
 # %%
-compare({"no faults": journal.events(root["run_id"]), "30 s late": journal.events(late["run_id"]),
-         "throws once": journal.events(retried["run_id"]), "duplicate": journal.events(duplicated["run_id"])},
+compare({"no faults": journal.events(root.run_id), "30 s late": journal.events(late.run_id),
+         "throws once": journal.events(retried.run_id), "duplicate": journal.events(duplicated.run_id)},
         kinds=["arm", "disarm", "evict", "fire", "handler_error", "retry_scheduled", "handler_ok"],
         title="the same revival under three faults")
 
@@ -153,7 +153,7 @@ loop["before_deploy"]
 loop["signed"], loop["revivals_by_build"]
 
 # %%
-timeline(journal.events(loop["run_id"]), title="guestbook-crash-loop: three revivals, parked, deploy, revived")
+timeline(journal.events(loop.run_id), title="guestbook-crash-loop: three revivals, parked, deploy, revived")
 
 # %% [markdown]
 # Behind the facet proxy the timeline is the same: the budget and the revivals counter live in the

@@ -81,16 +81,16 @@ journal.sql("""
            json_extract_string(detail, '$.key')       AS key,
            CAST(json_extract(detail, '$.due_in_ms') AS BIGINT) AS due_in_ms
     FROM events WHERE run_id = ? AND kind IN ('bucket', 'wake') ORDER BY seq
-""", fleet["run_id"])
+""", fleet.run_id)
 
 # %% [markdown]
 # Lateness of every fire, per runtime: fire time minus the time it was armed for.
 
 # %%
-lateness({"celld": journal.events(fleet["run_id"]), "workerd": journal.events(fleet["compare_run_id"])})
+lateness({"celld": journal.events(fleet.run_id), "workerd": journal.events(fleet["compare_run_id"])})
 
 # %%
-compare({"celld": journal.events(fleet["run_id"]), "workerd": journal.events(fleet["compare_run_id"])},
+compare({"celld": journal.events(fleet.run_id), "workerd": journal.events(fleet["compare_run_id"])},
         kinds=["arm", "evict", "fire", "handler_ok", "handler_error"], title="the keepalive fleet on two runtimes")
 
 # %% [markdown]

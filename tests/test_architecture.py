@@ -171,15 +171,15 @@ def test_every_event_row_is_an_EventRow():
 
     assert list(ak.EventRow._fields) == EVENT_COLUMNS[1:]  # one shape: the journal's columns less run_id
     r = ak.run_scenario("lease-normal", seed=0)
-    rows = r["sim"].rows
+    rows = r.sim.rows
     assert rows and all(type(x) is ak.EventRow for x in rows)
     first = rows[0]
     assert (first.seq, first.t_ms, first.kind, first.object_id) == (1, 0, "construct", "ledger")
-    again = frame_rows(r["sim"].events())
+    again = frame_rows(r.events)
     assert again == rows and all(type(x) is ak.EventRow for x in again)
     twin = twin_rows({"probe": "p", "events": [{"kind": "construct", "t": 5, "obj": "probe"}]})
     assert twin == [ak.EventRow(1, 5, "PROBE", "probe", "construct", None, None, None, {})]
-    assert r["sim"].alarms() == {"ledger": None}
+    assert r.sim.alarms() == {"ledger": None}
 
 
 def test_alarm_backends_share_one_protocol_and_are_registered_in_one_place():

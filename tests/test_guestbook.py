@@ -29,7 +29,7 @@ def test_the_ladder_starts_at_10_s_and_climbs_to_160_s():
 
 def test_root_the_process_dies_mid_batch_and_the_10_s_fire_revives_it():
     r = ak.run_scenario("guestbook-root", seed=1)
-    sim = r["sim"]
+    sim = r.sim
     assert r["calls"][0]["error"] == "ObjectCrashed"
     assert fires(r) == [(11_002, 11_000, "revived")]
     arms = [(t, d["rung"], d["lead_ms"], d["cause"]) for t, _, _, d in kinds(sim, "keepalive_arm")]
@@ -56,11 +56,11 @@ def test_crash_loop_budget_parks_the_keepalive_and_a_deploy_resets_it():
     }
     assert r["signed"] == [0, 1, 2] and r["revivals"] == 4 and r["revivals_by_build"] == {"v2": 1}
     assert r["keepalive"] is None and r["final_alarm"] is None
-    errors = kinds(r["sim"], "handler_error")
+    errors = kinds(r.sim, "handler_error")
     assert [(t, d["error"], d["counted"]) for t, _, _, d in errors] == [
         (11_202, "PoisonEntry", True), (31_204, "PoisonEntry", True), (71_206, "PoisonEntry", True)]
     # the re-arm made inside each failing handler is what runs next: no workerd retry ever fires
-    assert [a["retry_count"] for a in r["attempts"]] == [0, 0, 0, 0, 0]
+    assert [a["retry_count"] for a in r.attempts] == [0, 0, 0, 0, 0]
 
 
 def test_a_smaller_budget_stops_sooner():
@@ -154,7 +154,7 @@ def test_facet_without_proxy_on_workerd_breaks_the_facet_every_delivery():
         (1_000, "facet_broken", "app/guestbook"), (3_000, "facet_broken", "app/guestbook")]
     # the inbox, keepalive row and alarm were one transaction: all lost; nothing owed, nothing done
     assert r["signed"] == [] and r["inbox"] == 0 and r["keepalive"] is None and r["final_alarm"] is None
-    assert r["attempts"] == []
+    assert r.attempts == []
 
 
 def test_facet_without_proxy_on_workerd_2026_07_breaks_the_whole_actor():
@@ -174,10 +174,10 @@ def test_facet_without_proxy_on_workerd_2026_07_breaks_the_whole_actor():
 @pytest.mark.parametrize("outage", ["evict", "restart"])
 def test_facet_behind_the_proxy_is_revived_by_the_parents_alarm(outage):
     r = ak.run_scenario("guestbook-facet-proxy", seed=1, outage=outage)
-    sim = r["sim"]
+    sim = r.sim
     assert fires(r) == [(11_002, 11_000, "revived")]
     assert r["signed"] == [0, 1, 2, 3, 4] and r["revivals"] == 1 and r["final_alarm"] is None
-    assert [(a["t_ms"], a["object_id"]) for a in r["attempts"]] == [(11_002, "app")]  # the parent's real alarm
+    assert [(a["t_ms"], a["object_id"]) for a in r.attempts] == [(11_002, "app")]  # the parent's real alarm
     assert [(p["t_ms"], p["kind"], p.get("op")) for p in r["proxy"]] == [
         (1_000, "proxy_arm", "set"), (11_002, "proxy_deliver", None), (11_002, "proxy_arm", "set"),
         (11_602, "proxy_arm", "delete")]
@@ -193,8 +193,8 @@ def test_facet_scenarios_refuse_celld_with_the_way_out():
 
 
 def test_the_crash_loop_is_deterministic():
-    a = ak.run_scenario("guestbook-crash-loop", seed=3)["sim"].events()
-    b = ak.run_scenario("guestbook-crash-loop", seed=3)["sim"].events()
+    a = ak.run_scenario("guestbook-crash-loop", seed=3).events
+    b = ak.run_scenario("guestbook-crash-loop", seed=3).events
     assert a.equals(b)
 
 
@@ -221,7 +221,7 @@ def test_every_kind_these_scenarios_journal_is_a_known_kind():
     for name, profile in [("guestbook-root", None), ("guestbook-facet", None), ("guestbook-facet", "workerd-2026-07"),
                           ("guestbook-facet-proxy", None), ("guestbook-crash-loop", None),
                           ("keepalive-celld-vs-workerd", None)]:
-        seen |= set(ak.run_scenario(name, profile=profile)["sim"].events()["kind"])
+        seen |= set(ak.run_scenario(name, profile=profile).events["kind"])
     assert seen <= set(EVENT_KINDS), sorted(seen - set(EVENT_KINDS))
     assert {"facet_broken", "actor_broken", "proxy_arm", "proxy_deliver", "keepalive_arm", "keepalive_disarm",
             "keepalive_fire", "revival", "deploy", "wake", "bucket"} <= seen

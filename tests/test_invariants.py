@@ -146,7 +146,7 @@ def test_invariants_can_be_chosen_and_unknown_names_are_refused():
     assert {v.invariant for v in check(r, invariants=["lost"]).violations} == {"lost"}
     with pytest.raises(AlarmkitError, match=r"^unknown invariant 'lots'; known: \["):
         check(r, invariants=["lots"])
-    with pytest.raises(AlarmkitError, match=r"^check\(\) needs the dict run_scenario returns"):
+    with pytest.raises(AlarmkitError, match=r"^check\(\) needs the RunResult run_scenario returns, got dict"):
         check({"scenario": "x"})
     assert set(INVARIANTS) == {"lost", "early_effect", "early_fire", "concurrent_alarm", "alarm_pushed_past_due",
                                "dropped_wakeup", "late"}

@@ -23,12 +23,12 @@ def test_events_and_runs_tables_on_disk(tmp_path):
         assert c in cols
     runs = con.execute("SELECT run_id, scenario, profile, seed, params FROM runs ORDER BY run_id").fetchall()
     assert [(r[0], r[1], r[2], r[3]) for r in runs] == [
-        (a["run_id"], "lease-normal", "workerd", 5), (b["run_id"], "lease-exhaustion", "workerd", 6)]
+        (a.run_id, "lease-normal", "workerd", 5), (b.run_id, "lease-exhaustion", "workerd", 6)]
     assert json.loads(runs[0][4]) == {"ttls": [300, 1500]}
-    n = con.execute("SELECT count(*) FROM events WHERE run_id = ?", [b["run_id"]]).fetchone()[0]
-    assert n == b["events"]
+    n = con.execute("SELECT count(*) FROM events WHERE run_id = ?", [b.run_id]).fetchone()[0]
+    assert n == b.event_count
     fires = con.execute(
-        "SELECT list(retry_count ORDER BY seq) FROM events WHERE run_id = ? AND kind = 'fire'", [b["run_id"]]
+        "SELECT list(retry_count ORDER BY seq) FROM events WHERE run_id = ? AND kind = 'fire'", [b.run_id]
     ).fetchone()[0]
     assert fires == [0, 1, 2, 3, 4, 5, 6]
 
@@ -36,7 +36,7 @@ def test_events_and_runs_tables_on_disk(tmp_path):
 def test_events_frame_has_json_detail_and_nullable_ints():
     with Journal() as j:
         r = run_scenario("lease-crash-after-effect", seed=1, journal=j)
-        ev = j.events(r["run_id"])
+        ev = j.events(r.run_id)
     assert str(ev["scheduled_ms"].dtype) == "Int64"
     assert ev["seq"].tolist() == list(range(1, len(ev) + 1))
     eff = ev[ev.kind == "effect"]
@@ -50,7 +50,7 @@ def test_events_are_written_in_batches_not_row_by_row(tmp_path, monkeypatch):
     monkeypatch.setattr(j, "write_events", lambda run_id, rows: (calls.append(len(rows)), real(run_id, rows)))
     r = run_scenario("lease-revival", seed=1, journal=j)
     assert calls[:-1] == [10] * (len(calls) - 1) and 0 < calls[-1] <= 10
-    assert sum(calls) == r["events"] == len(j.events(r["run_id"]))
+    assert sum(calls) == r.event_count == len(j.events(r.run_id))
     j.close()
 
 
@@ -146,8 +146,8 @@ def test_buffered_rows_round_trip_through_arrow_and_duckdb(tmp_path):
 def test_seq_continues_across_flushes(tmp_path):
     j = Journal(tmp_path / "seq.duckdb", batch_size=7)
     r = run_scenario("lease-normal", seed=1, journal=j)
-    seqs = j.events(r["run_id"])["seq"].tolist()
-    assert seqs == list(range(1, r["events"] + 1)) and r["events"] > 7
+    seqs = j.events(r.run_id)["seq"].tolist()
+    assert seqs == list(range(1, r.event_count + 1)) and r.event_count > 7
     j.close()
 
 

@@ -17,49 +17,49 @@ def detail(events, kind):
 
 def test_normal_path_one_fire_each_1200_ms_apart_and_nothing_left():
     r = run_scenario("lease-normal", seed=0)
-    assert [(a["t_ms"], a["retry_count"]) for a in r["attempts"]] == [(300 + LAT, 0), (1500 + LAT, 0)]
-    assert r["attempts"][1]["t_ms"] - r["attempts"][0]["t_ms"] == 1200
-    assert r["effects"] == {"lease-0": 1, "lease-1": 1}
+    assert [(a["t_ms"], a["retry_count"]) for a in r.attempts] == [(300 + LAT, 0), (1500 + LAT, 0)]
+    assert r.attempts[1]["t_ms"] - r.attempts[0]["t_ms"] == 1200
+    assert r.effects == {"lease-0": 1, "lease-1": 1}
     assert r["rows_left"] == [] and r["final_alarm"] is None
 
 
 def test_crash_after_the_effect_retries_2s_later_and_runs_the_effect_twice():
     r = run_scenario("lease-crash-after-effect", seed=3)
-    ev = r["sim"].events()
+    ev = r.events
     (retry,) = detail(ev, "retry_scheduled")
     assert retry["base_ms"] == 2000 and 0 <= retry["jitter_ms"] <= 500
-    assert [(a["t_ms"], a["retry_count"]) for a in r["attempts"]] == [
+    assert [(a["t_ms"], a["retry_count"]) for a in r.attempts] == [
         (300 + LAT, 0),
         (300 + LAT + retry["delay_ms"] + LAT, 1),
     ]
-    assert r["effects"] == {"lease-0": 2}
+    assert r.effects == {"lease-0": 2}
     assert r["rows_left"] == [] and r["final_alarm"] is None
 
 
 def test_alarm_moves_only_earlier():
     r = run_scenario("lease-moves-only-earlier", seed=0)
     assert r["alarm_after_each_grant"] == [5_000, 5_000, 1_000]
-    arms = detail(r["sim"].events(), "arm")
+    arms = detail(r.events, "arm")
     assert [(a["direction"], a["cause"]) for a in arms[:2]] == [("new", "user"), ("earlier", "user")]
-    assert [a["t_ms"] for a in r["attempts"]] == [1_000 + LAT, 5_000 + LAT, 60_000 + LAT]
+    assert [a["t_ms"] for a in r.attempts] == [1_000 + LAT, 5_000 + LAT, 60_000 + LAT]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 99])
 def test_exhaustion_seven_attempts_on_the_ladder_then_nothing(seed):
     r = run_scenario("lease-exhaustion", seed=seed)
-    ev = r["sim"].events()
-    t = [a["t_ms"] for a in r["attempts"]]
-    assert [a["retry_count"] for a in r["attempts"]] == [0, 1, 2, 3, 4, 5, 6]
+    ev = r.events
+    t = [a["t_ms"] for a in r.attempts]
+    assert [a["retry_count"] for a in r.attempts] == [0, 1, 2, 3, 4, 5, 6]
     rng = random.Random(seed)  # the jitter is the seeded source's first six draws
     jitter = [rng.randint(0, math.floor(0.25 * (2000 << n))) for n in range(6)]
     gaps = [b - a for a, b in zip(t, t[1:])]
     assert gaps == [(2000 << n) + jitter[n] + LAT for n in range(6)]
     assert t[0] == 1_000 + LAT
     # nothing for at least 100 s afterwards; the alarm is gone and the lease is overdue
-    assert r["sim"].now - t[-1] >= 100_000
+    assert r.sim.now - t[-1] >= 100_000
     assert ev[ev.t_ms > t[-1]].kind.isin(["handler_error", "abandoned", "evict"]).all()
     assert r["final_alarm"] is None and r["rows_left"] == ["lease-0"]
-    assert r["effects"] == {}
+    assert r.effects == {}
 
 
 def test_exhaustion_matches_the_published_run_within_the_jitter_band():
@@ -69,22 +69,22 @@ def test_exhaustion_matches_the_published_run_within_the_jitter_band():
     hi = [x * 1.25 for x in lo]
     assert all(a - 0.1 <= p <= b + 0.1 for p, a, b in zip(published, lo, hi))
     r = run_scenario("lease-exhaustion", seed=1)
-    t0 = r["attempts"][0]["t_ms"]
-    rel = [(a["t_ms"] - t0) / 1000 for a in r["attempts"]]
+    t0 = r.attempts[0]["t_ms"]
+    rel = [(a["t_ms"] - t0) / 1000 for a in r.attempts]
     assert all(a <= x <= b + 0.02 for x, a, b in zip(rel, lo, hi))
 
 
 def test_revival_after_restart_the_constructor_rearms_and_the_lease_goes():
     r = run_scenario("lease-revival", seed=1)
-    ev = r["sim"].events()
-    last = r["attempts"][-1]
-    assert len(r["attempts"]) == 8
+    ev = r.events
+    last = r.attempts[-1]
+    assert len(r.attempts) == 8
     assert last["retry_count"] == 0
     assert last["t_ms"] == r["request_at"] + LAT  # "fired within about a second"
     revive = ev[ev.kind == "revive"]
     assert [json.loads(d)["cause"] for d in revive.detail] == ["constructor"]
     assert revive.t_ms.tolist() == [r["request_at"]]
-    assert r["effects"] == {"lease-0": 1}
+    assert r.effects == {"lease-0": 1}
     assert r["rows_left"] == [] and r["final_alarm"] is None
 
 
@@ -94,8 +94,8 @@ def test_same_seed_same_journal_row_for_row(tmp_path):
     for _ in range(5):
         with Journal(tmp_path / "j.duckdb") as j:
             r = run_scenario("lease-revival", seed=42, journal=j)
-            ev = j.events(r["run_id"]).drop(columns=["run_id"])
+            ev = j.events(r.run_id).drop(columns=["run_id"])
             traces.add(ev.to_csv(index=False))
     assert len(traces) == 1
-    other = run_scenario("lease-revival", seed=43)["sim"].events().drop(columns=["run_id"])
+    other = run_scenario("lease-revival", seed=43).events.drop(columns=["run_id"])
     assert other.to_csv(index=False) not in traces

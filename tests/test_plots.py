@@ -237,8 +237,8 @@ def test_several_runs_become_rows_on_one_time_axis_with_one_legend(journal):
 
 
 def test_compare_aligns_two_fault_plans_of_one_scenario_on_one_axis():
-    quiet = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=0)["sim"].events()
-    throws = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=2)["sim"].events()
+    quiet = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=0).events
+    throws = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=2).events
     fig = compare({"revoke never throws": quiet, "revoke throws twice": throws})
     assert [a.text for a in fig.layout.annotations] == ["revoke never throws", "revoke throws twice"]
     assert fig.layout.xaxis2.matches == "x"

@@ -82,8 +82,8 @@ POINT_AT = """([id, kind]) => {
 def test_a_report_opens_offline_and_draws_one_point_per_journal_event(browser, tmp_path):
     with Journal() as j:
         r = run_scenario("lease-crash-after-effect", seed=1, journal=j)
-        events = j.events(r["run_id"])
-        out = export_html(r["run_id"], tmp_path / "report.html", journal=j)
+        events = j.events(r.run_id)
+        out = export_html(r.run_id, tmp_path / "report.html", journal=j)
     v = Visit(browser, out, figures=3)
     n = v.js(EVENT_POINTS, "figure-0")
     assert n["data"] == n["dom"] == len(events) and n["svg"] >= 1

@@ -14,7 +14,7 @@ def points(fig):
 
 def test_explorer_runs_the_scenario_and_draws_it():
     e = Explorer("lease-lab", leases=3)
-    assert [a["t_ms"] for a in e.result["attempts"]] == [302, 1502, 2702]
+    assert [a["t_ms"] for a in e.result.attempts] == [302, 1502, 2702]
     assert len(e.figure.data) > 0
     assert e.time.max == int(e.events["t_ms"].max())
     assert "3 alarm() attempts" in e.status.value
@@ -24,9 +24,9 @@ def test_changing_a_control_reruns_and_changes_the_timeline():
     e = Explorer("lease-lab", leases=2)
     before = points(e.figure)
     e.controls["revoke_throws"].value = 1
-    assert e.result["effects"] == {"lease-0": 2, "lease-1": 1}
+    assert e.result.effects == {"lease-0": 2, "lease-1": 1}
     assert points(e.figure) > before
-    assert e.result["run_id"] == 2  # both runs went to the explorer's journal
+    assert e.result.run_id == 2  # both runs went to the explorer's journal
 
 
 def test_moving_the_time_slider_shows_the_run_as_it_stood():
@@ -41,16 +41,16 @@ def test_moving_the_time_slider_shows_the_run_as_it_stood():
 
 def test_bad_input_keeps_the_previous_run_and_says_why():
     e = Explorer("lease-lab")
-    run = e.result["run_id"]
+    run = e.result.run_id
     e.controls["leases"].value = -1
-    assert e.result["run_id"] == run
+    assert e.result.run_id == run
     assert "leases=-1" in e.status.value
 
 
 def test_profile_and_latency_controls_apply():
     e = Explorer("lease-lab", leases=1)
     e.latency.value = 250
-    assert [a["t_ms"] for a in e.result["attempts"]] == [550]
+    assert [a["t_ms"] for a in e.result.attempts] == [550]
 
 
 def test_export_button_writes_a_self_contained_report(tmp_path):
@@ -73,7 +73,7 @@ def test_a_fault_plan_applies_to_every_run():
 
     plan = FaultPlan.from_dict({"handler_throws": [1]})
     e = Explorer("lease-lab", leases=1, faults=plan)
-    assert [a["retry_count"] for a in e.result["attempts"]] == [0, 1]
+    assert [a["retry_count"] for a in e.result.attempts] == [0, 1]
     e.controls["ttl_ms"].value = 500
-    assert [a["retry_count"] for a in e.result["attempts"]] == [0, 1]
-    assert e.result["attempts"][0]["t_ms"] == 502
+    assert [a["retry_count"] for a in e.result.attempts] == [0, 1]
+    assert e.result.attempts[0]["t_ms"] == 502

@@ -1,7 +1,8 @@
 """Named scenarios: a function that drives a ``Simulation`` and returns a summary dict.
 
 ``run_scenario(name, seed=...)`` builds the simulation (profile, journal, faults), runs the
-function, and adds what every run reports: attempts, effects and the event count.
+function, and returns a ``RunResult``: what every run reports (attempts, effects, the event
+count, the obligations) and the scenario's own summary.
 """
 
 from __future__ import annotations
@@ -10,11 +11,16 @@ import inspect
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..errors import ScenarioError
+from ..errors import AlarmkitError, ScenarioError
 
-__all__ = ["Scenario", "SCENARIOS", "scenario", "run_scenario", "list_scenarios"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from ..runtime import Simulation
+
+__all__ = ["Scenario", "SCENARIOS", "RunResult", "scenario", "run_scenario", "list_scenarios"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,59 @@ def get_scenario(name: str) -> Scenario:
         raise ScenarioError(f"unknown scenario {name!r}; `alarmkit list` names them: {sorted(SCENARIOS)}") from None
 
 
+@dataclass(eq=False)
+class RunResult:
+    """One scenario run: what every run reports, the scenario's own ``summary``, and the simulation.
+
+    ``result.events`` is the run's journal rows (a DataFrame); ``result["key"]`` reads the scenario's
+    own summary (``result.summary["key"]``); ``result.sim`` is the finished simulation, for inspection.
+    """
+
+    scenario: str
+    seed: int
+    profile: str
+    run_id: int | None
+    params: dict[str, Any]
+    attempts: list[dict]  # every alarm() invocation: t_ms, retry_count, object_id
+    effects: dict[str, int]  # effect runs per key
+    event_count: int
+    obligations: list = field(default_factory=list)  # what the scenario owes (for check())
+    horizon_ms: int | None = None
+    grace_ms: int | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    sim: Simulation | None = field(default=None, repr=False)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The run's events, as ``Journal.events(run_id)`` returns them."""
+        if self.sim is None:
+            raise AlarmkitError("this RunResult has no simulation; read its events with Journal.events(run_id)")
+        return self.sim.events()
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self.summary[key]
+        except KeyError:
+            if key in self.__dataclass_fields__:
+                raise KeyError(f"{key!r} is an attribute: result.{key}") from None
+            raise KeyError(f"scenario {self.scenario!r} reported no {key!r}; it reported {sorted(self.summary)}") from None
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.summary
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.summary.get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (no simulation, no params): the fields, ``events`` the event count, then the summary."""
+        out = {"scenario": self.scenario, "seed": self.seed, "profile": self.profile, "run_id": self.run_id,
+               "attempts": self.attempts, "effects": self.effects, "events": self.event_count}
+        for k in ("obligations", "horizon_ms", "grace_ms"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        return {**out, **self.summary}
+
+
 def run_scenario(
     name: str,
     seed: int = 0,
@@ -65,8 +124,8 @@ def run_scenario(
     profile: str | None = None,
     faults: Any = None,
     **params: Any,
-) -> dict:
-    """Run a named scenario; return its summary with ``attempts``, ``effects`` and ``events``."""
+) -> RunResult:
+    """Run a named scenario; a ``RunResult`` (attempts, effects, event count, obligations, its summary)."""
     from ..runtime import Simulation
 
     sc = get_scenario(name)
@@ -76,11 +135,16 @@ def run_scenario(
         params={**sc.params, **params}, faults=faults,
     )
     try:
-        summary = sc.fn(sim, **params)
+        summary = dict(sc.fn(sim, **params) or {})
     finally:
         sim.close()
-    return {"scenario": name, "seed": seed, "profile": sim.profile.name, "run_id": sim.run_id,
-            **summarize(sim.events()), **summary, "sim": sim}
+    counts = summarize(sim.events())
+    return RunResult(
+        scenario=name, seed=seed, profile=sim.profile.name, run_id=sim.run_id, params={**sc.params, **params},
+        attempts=counts["attempts"], effects=counts["effects"], event_count=counts["events"],
+        obligations=list(summary.pop("obligations", [])), horizon_ms=summary.pop("horizon_ms", None),
+        grace_ms=summary.pop("grace_ms", None), summary=summary, sim=sim,
+    )
 
 
 def summarize(events) -> dict:
