@@ -259,6 +259,23 @@ def test_facet_hosting_reuses_the_runtime_and_the_proxy_is_public_code():
     assert ak.AlarmProxyParent.__module__ == "alarmkit.facets" and ak.facet_alarm_state.__module__ == "alarmkit.facets"
 
 
+def test_calibrate_has_one_command_line_and_no_names_of_top_level_modules():
+    cal = {p.stem for p in (PKG / "calibrate").glob("*.py")} - {"__init__"}
+    top = {p.stem for p in PKG.glob("*.py")} - {"__init__", "__main__"}
+    assert not cal & top, f"calibrate/ modules named like top-level ones: {sorted(cal & top)}"
+    assert {"catalogue", "runner", "lab_probes", "behaviour_probes", "polling"} <= cal and "probes" not in cal
+    for p in sorted((PKG / "calibrate").glob("*.py")):
+        text = p.read_text()
+        if p.name != "command.py":
+            assert "argparse" not in text and '__name__ == "__main__"' not in text, f"{p.name} has a command line"
+
+
+def test_no_module_is_much_over_400_lines():
+    """STYLE.md: a file you can hold in your head. "~400": none past 450."""
+    sizes = {m: len(p.read_text().splitlines()) for m, p in modules().items()}
+    assert not {m: n for m, n in sizes.items() if n > 450}
+
+
 # -- built-ins use the public API only ------------------------------------------------------------------------
 PRIVATE_RUNTIME = {f"alarmkit.{m}" for m in RUNTIME_CORE}
 # runtime internals without an underscore: what the scenario API replaces

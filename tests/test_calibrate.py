@@ -17,7 +17,8 @@ import re
 import pytest
 
 from alarmkit.calibrate import Bands, SimWorkerd, calibrate, compare_results, overlay_figure, recheck, reference
-from alarmkit.calibrate import probes as P
+from alarmkit.calibrate.catalogue import LONG, PROBES, QUICK
+from alarmkit.calibrate.runner import run_probe, strip_events
 from alarmkit.calibrate.importer import canonical_object, import_result, twin_rows
 from alarmkit.calibrate.recorded import reference_path
 from alarmkit.calibrate.workerd import DEFAULT_VERSION
@@ -103,12 +104,12 @@ def test_restart_and_revive_are_added_and_names_lose_their_suffix():
 
 def _sim(name, seed=0):
     wd = SimWorkerd(seed=seed)
-    return P.run_probe(wd, name)
+    return run_probe(wd, name)
 
 
 def test_simulated_probes_are_deterministic_with_exact_times():
     a, b = _sim("crash_after_effect"), _sim("crash_after_effect")
-    assert P.strip_events(a) | {"wall_s": 0} == P.strip_events(b) | {"wall_s": 0}
+    assert strip_events(a) | {"wall_s": 0} == strip_events(b) | {"wall_s": 0}
     assert [x["t"] for x in a["attempts"]] == [302, 2736]  # 300 + 2 ms latency; + 2000 + 434 ms jitter (seed 0)
     assert a["retry_counts"] == [0, 1] and a["effect_count"] == 2
     ex = _sim("exhaustion")
@@ -194,11 +195,11 @@ def test_reference_file_is_small_named_by_version_and_holds_every_probe(ref):
     assert path.name == f"calibration-workerd-{DEFAULT_VERSION}.duckdb"
     assert path.stat().st_size < 1_000_000
     assert ref.version == DEFAULT_VERSION and ref.long is True
-    assert set(ref.observed) == set(P.PROBES)
+    assert set(ref.observed) == set(PROBES)
     assert all("error" not in r for r in ref.observed.values())
     runs = ref.journal.runs()
     real = runs[runs["profile"] == REAL_PROFILE]
-    assert sorted(real["scenario"]) == sorted(f"calibrate:{n}" for n in P.PROBES)
+    assert sorted(real["scenario"]) == sorted(f"calibrate:{n}" for n in PROBES)
 
 
 def test_reference_holds_the_real_exhaustion_ladder(ref):
@@ -212,7 +213,7 @@ def test_reference_holds_the_real_exhaustion_ladder(ref):
         assert lo <= w <= hi, (n, w)
 
 
-@pytest.mark.parametrize("name", list(P.PROBES))
+@pytest.mark.parametrize("name", list(PROBES))
 def test_todays_simulator_matches_the_recorded_real_run(rechecked, name):
     v = rechecked.verdicts[name]
     assert v.match, "\n".join(f"{c.name}: real {c.observed!r} | simulated {c.simulated!r} {c.band or ''}"
@@ -235,7 +236,7 @@ def test_cli_reference_mode_needs_no_workerd(capsys, tmp_path):
     assert main(["calibrate", "--reference", "--json", "--out", str(tmp_path / "r.html")]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["match"] is True and doc["profile"] == REAL_PROFILE
-    assert set(doc["probes"]) == set(P.PROBES)
+    assert set(doc["probes"]) == set(PROBES)
     text = (tmp_path / "r.html").read_text()
     assert text.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in text
     assert not re.search(r"<script[^>]+src=", text)  # plotly.js inline: the report opens offline
@@ -246,7 +247,7 @@ def test_cli_table(capsys):
     assert main(["calibrate", "--reference"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^normal\s+match\s+8/8\s+2/2", out, re.M)
-    assert out.rstrip().endswith(f"{len(P.PROBES)}/{len(P.PROBES)} probes match: the simulator agrees with workerd")
+    assert out.rstrip().endswith(f"{len(PROBES)}/{len(PROBES)} probes match: the simulator agrees with workerd")
 
 
 def _no_workerd_no_node(monkeypatch, tmp_path):
@@ -276,11 +277,11 @@ def test_calibrate_without_workerd_or_node_points_to_the_reference(monkeypatch, 
 
 @pytest.fixture(scope="module")
 def live(workerd_binary):
-    return calibrate(names=P.QUICK, parallel=4)
+    return calibrate(names=QUICK, parallel=4)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", P.QUICK)
+@pytest.mark.parametrize("name", QUICK)
 def test_simulator_matches_real_workerd(live, name):
     v = live.verdicts[name]
     assert v.match, "\n".join(f"{c.name}: real {c.observed!r} | simulated {c.simulated!r} {c.band or ''}"
@@ -290,7 +291,7 @@ def test_simulator_matches_real_workerd(live, name):
 @pytest.mark.slow
 def test_real_runs_are_journaled_under_the_real_profile(live):
     runs = live.journal.runs()
-    assert (runs["profile"] == REAL_PROFILE).sum() == len(P.QUICK)
+    assert (runs["profile"] == REAL_PROFILE).sum() == len(QUICK)
     ev = live.journal.events(live.real_runs["normal"])
     assert set(ev["kind"]) <= set(EVENT_KINDS)
     assert ev["t_ms"].min() > -1_000 and ev["t_ms"].max() < 10_000  # relative to the probe's anchor
@@ -300,7 +301,7 @@ def test_real_runs_are_journaled_under_the_real_profile(live):
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="long probes (~3.5 min): set ALARMKIT_LONG=1")
 def test_simulator_matches_real_workerd_on_exhaustion_and_revival(workerd_binary):
-    cal = calibrate(long=True, names=P.LONG)
-    for name in P.LONG:
+    cal = calibrate(long=True, names=LONG)
+    for name in LONG:
         v = cal.verdicts[name]
         assert v.match, (name, [(c.name, c.observed, c.simulated) for c in v.mismatches], v.error)

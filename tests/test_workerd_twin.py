@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from alarmkit.calibrate import probes as P
+from alarmkit.calibrate.catalogue import PROBES, QUICK
+from alarmkit.calibrate.runner import run_probe, run_probes
 from alarmkit.calibrate.workerd import WorkerdProcess
 
 SET_ALARM_LE_ZERO = "setAlarm() cannot be called with an alarm time <= 0"
@@ -25,8 +26,8 @@ SLACK_MS = 250
 LONG = os.environ.get("ALARMKIT_LONG") == "1"
 
 
-QUICK_SHARED = [n for n in P.QUICK if not P.PROBES[n].restarts]
-QUICK_RESTARTING = [n for n in P.QUICK if P.PROBES[n].restarts]
+QUICK_SHARED = [n for n in QUICK if not PROBES[n].restarts]
+QUICK_RESTARTING = [n for n in QUICK if PROBES[n].restarts]
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +35,10 @@ def quick(workerd_binary):
     """All quick probes; restarting ones get a workerd of their own each."""
     binary = workerd_binary
     with WorkerdProcess(binary) as wd:
-        res = P.run_probes(wd, QUICK_SHARED, parallel=4)
+        res = run_probes(wd, QUICK_SHARED, parallel=4)
     for name in QUICK_RESTARTING:
         with WorkerdProcess(binary) as wd:
-            res[name] = P.run_probe(wd, name)
+            res[name] = run_probe(wd, name)
     return res
 
 
@@ -258,7 +259,7 @@ def test_restart_keeps_future_alarm(quick):
 def test_exhaustion_and_revival(workerd_binary):
     binary = workerd_binary
     with WorkerdProcess(binary) as wd:
-        res = P.run_probes(wd, ["exhaustion", "revival"], include_long=True)
+        res = run_probes(wd, ["exhaustion", "revival"], include_long=True)
     ex = _ok(res, "exhaustion")
     assert ex["attempt_count"] == 7
     assert ex["retry_counts"] == [0, 1, 2, 3, 4, 5, 6]

@@ -1,10 +1,11 @@
 """Calibration against the real runtime (``alarmkit calibrate``).
 
-The seed-003 lease ledger and the behaviour probes run on a real ``workerd`` (the JavaScript twin
-in ``twin/``, driven by ``workerd.py`` and ``probes.py``) and, unchanged, on the simulator
-(``simtwin.py`` transcribes the twin, ``simbackend.SimWorkerd`` serves it). ``compare.calibrate()``
-runs both, imports the real events into the journal (``importer.py``), judges every probe
-(``checks.py``) and reports (``report.py``). ``reference()`` (``recorded.py``) loads the committed real run under
+The seed-003 lease ledger and the behaviour probes (``lab_probes.py``, ``behaviour_probes.py``,
+named in ``catalogue.py``, run by ``runner.py``) run on a real ``workerd`` (the JavaScript twin in
+``twin/``, driven by ``workerd.py``) and, unchanged, on the simulator (``simtwin.py`` transcribes
+the twin, ``simbackend.SimWorkerd`` serves it). ``calibration.calibrate()`` runs both, imports the
+real events into the journal (``importer.py``), judges every probe (``checks.py``); ``render.py``
+draws and writes the results. ``reference()`` (``recorded.py``) loads the committed real run under
 ``alarmkit/calibrate/data/`` (shipped with the package); ``recheck(reference())`` compares today's simulator with it without Node;
 ``overlay_figure(probe)`` draws one probe's real and simulated timelines on one axis.
 """
@@ -17,13 +18,14 @@ from typing import Any
 # name -> submodule; imported on first use, so that `alarmkit --help` does not load the twins
 _WHERE = {
     "Bands": "checks", "Check": "checks", "Verdict": "checks", "compare_results": "checks",
-    "Calibration": "calibration", "calibrate": "compare", "probe_names": "compare", "recheck": "compare",
-    "run_real": "compare", "run_sim": "compare",
+    "Calibration": "calibration", "calibrate": "calibration", "probe_names": "calibration", "recheck": "calibration",
+    "run_real": "calibration", "run_sim": "calibration",
+    "PROBES": "catalogue", "ProbeSpec": "catalogue", "run_probe": "runner", "run_probes": "runner",
     "reference": "recorded", "reference_path": "recorded", "write_reference": "recorded",
     "SimWorkerd": "simbackend",
     "WorkerdError": "workerd", "find_workerd": "workerd", "install_workerd": "workerd",
-    "overlay_figure": "report", "text_table": "report", "write_html": "report", "band_figure": "report",
-    "details_figure": "report", "overlay_events": "report",
+    "overlay_figure": "render", "text_table": "render", "write_html": "render", "band_figure": "render",
+    "details_figure": "render", "overlay_events": "render",
 }
 __all__ = sorted(_WHERE)
 

@@ -59,9 +59,9 @@ def install_only() -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from .compare import calibrate, recheck
+    from .calibration import calibrate, recheck
     from .recorded import reference, write_reference
-    from .report import text_table, write_html
+    from .render import text_table, write_html
 
     if args.install_only:
         return install_only()

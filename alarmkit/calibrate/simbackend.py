@@ -1,6 +1,6 @@
 """``SimWorkerd``: the simulator behind the same interface as a running ``workerd`` twin.
 
-The probes in ``probes.py`` drive a backend through ``grant``, ``lab``, ``state``, ``events``,
+The probes (``lab_probes.py``, ``behaviour_probes.py``) drive a backend through ``grant``, ``lab``, ``state``, ``events``,
 ``probe``, ``get``, ``stop``/``start``/``restart`` and the clock methods ``sleep``, ``monotonic``,
 ``time`` and ``new_name``. Here every request is an RPC into a simulated object (waking it, as
 a real request does) and every wait advances the virtual clock, so a probe that takes minutes

@@ -1,0 +1,70 @@
+"""Behaviour probes and the seed-003 lab scenarios, run on a real workerd.
+
+Every probe takes a running backend and returns a plain dict (JSON-serialisable). The backend is a
+real :class:`~alarmkit.calibrate.workerd.WorkerdProcess` or its simulated double
+:class:`~alarmkit.calibrate.simbackend.SimWorkerd`: probes wait with ``wd.sleep``/``wd.monotonic``/``wd.time``
+and name objects with ``wd.new_name``, so the same probe code runs on both clocks. Times are milliseconds relative to the probe's anchor ``t0_ms`` (an
+epoch-ms value from workerd's own ``Date.now()``, named in each dict). Event lists are journal rows::
+
+    {"t": int, "kind": str, "scheduled": int|None (relative to t0), "retry_count": int|None,
+     "is_retry": 0|1|None, "detail": dict}
+
+Every wait is a bounded poll (``polling.py``). This module is the catalogue: ``PROBES`` maps each
+name to its ``ProbeSpec`` (the function in ``lab_probes.py`` or ``behaviour_probes.py``, its
+arguments, whether it is long, whether it restarts workerd); ``runner.py`` runs a selection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .behaviour_probes import (
+    probe_bad_values, probe_delete_throw, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry,
+    probe_overlap, probe_past, probe_restart_pending, probe_set_throw, probe_twice,
+)
+from .lab_probes import (
+    scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival,
+    scenario_wake_evicted,
+)
+
+__all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    fn: Callable[..., dict]
+    kwargs: dict
+    long: bool = False
+    restarts: bool = False  # stops/starts workerd: never run concurrently with others
+
+
+PROBES: dict[str, ProbeSpec] = {
+    "normal": ProbeSpec(scenario_normal, {}),
+    "crash_after_effect": ProbeSpec(scenario_crash_after_effect, {}),
+    "moves_only_earlier": ProbeSpec(scenario_moves_only_earlier, {}),
+    "exhaustion": ProbeSpec(scenario_exhaustion, {}, long=True),
+    "revival_quick": ProbeSpec(scenario_revival, {"after_exhaustion": False}, restarts=True),
+    "revival": ProbeSpec(scenario_revival, {"after_exhaustion": True}, long=True, restarts=True),
+    "wake_evicted": ProbeSpec(scenario_wake_evicted, {}),
+    "getalarm": ProbeSpec(probe_getalarm, {}),
+    "bad_values": ProbeSpec(probe_bad_values, {}),
+    "past": ProbeSpec(probe_past, {}),
+    "twice_later": ProbeSpec(probe_twice, {"first_ms": 400, "second_ms": 900, "await_between": True}),
+    "twice_earlier_same_turn": ProbeSpec(probe_twice, {"first_ms": 900, "second_ms": 400, "await_between": False}),
+    "delete_throw": ProbeSpec(probe_delete_throw, {}),
+    "set_throw": ProbeSpec(probe_set_throw, {"delay_ms": 1000}),
+    "set_throw_late": ProbeSpec(probe_set_throw, {"delay_ms": 4000}),
+    "overlap_inside": ProbeSpec(probe_overlap, {"variant": "inside"}),
+    "overlap_outside": ProbeSpec(probe_overlap, {"variant": "outside", "sleep_ms": 600}),
+    "lateness": ProbeSpec(probe_lateness, {}),
+    "outside_retry_earlier": ProbeSpec(probe_outside_during_retry, {"variant": "earlier"}),
+    "outside_retry_later": ProbeSpec(probe_outside_during_retry, {"variant": "later"}),
+    "outside_retry_delete": ProbeSpec(probe_outside_during_retry, {"variant": "delete"}),
+    "facet": ProbeSpec(probe_facet, {}),
+    "restart_past_due": ProbeSpec(probe_restart_pending, {"variant": "past_due"}, restarts=True),
+    "restart_future": ProbeSpec(probe_restart_pending, {"variant": "future"}, restarts=True),
+}
+
+QUICK = [n for n, s in PROBES.items() if not s.long]
+LONG = [n for n, s in PROBES.items() if s.long]
