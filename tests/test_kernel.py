@@ -177,11 +177,15 @@ def test_cancelled_timers_are_compacted_and_order_is_kept():
     assert k.now == 1_006  # the cancelled far timers do not move the clock
 
 
-def test_cancelling_twice_counts_once():
+def test_cancelling_twice_or_after_the_timer_ran_changes_nothing_else():
     k = Kernel()
-    handle = k.call_at(10, print)
-    k.cancel(handle)
-    k.cancel(handle)
-    assert k._cancelled == 1
+    seen = []
+    first = k.call_at(5, seen.append, "first")
+    cancelled = k.call_at(10, seen.append, "cancelled")
+    k.call_at(20, seen.append, "kept")
+    k.cancel(cancelled)
+    k.cancel(cancelled)
+    assert k.step() and seen == ["first"] and k.now == 5
+    k.cancel(first)  # it already ran
     k.run()
-    assert k.now == 0
+    assert seen == ["first", "kept"] and k.now == 20  # the cancelled timer neither ran nor moved the clock
