@@ -276,6 +276,18 @@ def test_no_module_is_much_over_400_lines():
     assert not {m: n for m, n in sizes.items() if n > 450}
 
 
+def test_the_readme_package_map_matches_the_layout():
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`alarmkit/" in line]
+    named = {m.split("/")[-1] for row in rows for m in re.findall(r"`([\w/.]+\.py)`", row)}
+    top = {p.name for p in PKG.glob("*.py")} - {"__init__.py", "__main__.py"}
+    assert not top - named, f"modules missing from the README's package map: {sorted(top - named)}"
+    everywhere = {p.name for p in PKG.rglob("*.py")}
+    assert not named - everywhere, f"the README's package map names missing files: {sorted(named - everywhere)}"
+
+
 # -- built-ins use the public API only ------------------------------------------------------------------------
 PRIVATE_RUNTIME = {f"alarmkit.{m}" for m in RUNTIME_CORE}
 # runtime internals without an underscore: what the scenario API replaces
