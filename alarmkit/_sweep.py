@@ -8,6 +8,7 @@ of the ``modules`` it is told to import) is imported there.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 import os
@@ -174,8 +175,11 @@ def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, bool, int
         from concurrent.futures import ProcessPoolExecutor
 
         # the platform's default start method: fork on Linux (no __main__ guard needed, fast start);
-        # a parent busy with other threads can pass its own spawn-based pool as ``executor``
-        return ProcessPoolExecutor(n), True, n
+        # a parent busy with other threads can pass its own spawn-based pool as ``executor``.
+        # A forked worker first freezes what it inherited: garbage the parent had not collected yet
+        # (a finished Simulation's Journal, its DuckDB connection) must not be finalized in a child,
+        # where DuckDB's threads do not exist (a full test run segfaulted there, in the GC).
+        return ProcessPoolExecutor(n, initializer=gc.freeze), True, n
     if executor == "serial":
         return InProcess(), False, 1
     if hasattr(executor, "get_executor") and hasattr(executor, "ncores"):  # a dask.distributed Client
