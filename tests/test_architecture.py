@@ -215,6 +215,10 @@ def test_profiles_are_immutable_and_the_celld_scheduler_leaves_the_profile_alone
         ak.PROFILES["celld"].idle_evict_ms = 1  # type: ignore[misc]
     sim = ak.Simulation(profile="celld", resident_ms=7_000)
     assert sim.scheduler.profile is sim.profile and sim.profile.idle_evict_ms == 7_000
+    with pytest.raises(ak.AlarmkitError, match=r"^resident_ms must be a positive int of ms, got 0$"):
+        ak.Simulation(profile="celld", resident_ms=0)
+    with pytest.raises(ak.AlarmkitError, match=r"^waker_tick_ms must be a positive int of ms, got True$"):
+        ak.PROFILES["celld"].replace(waker_tick_ms=True)
     assert ak.PROFILES["celld"].idle_evict_ms == 3_600_000
     celld = (PKG / "_celld.py").read_text()
     assert "sim.profile =" not in celld and ".profile = " not in celld.replace("self.profile = sim.profile", "")
