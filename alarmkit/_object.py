@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
+from ._checks import MAX_MS, shown
 from ._kernel import Future
 from ._storage import Cursor
+from .errors import InvalidValue
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Host
@@ -52,8 +54,9 @@ class SqlStorage:
 
 
 def alarm_time(value: Any, now: int) -> int:
-    """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++)."""
-    if value.__class__ is int and value > 0:  # the usual case, first and cheap
+    """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++).
+    Times past 2**53 ms are refused (``InvalidValue``): the journal could not hold them."""
+    if value.__class__ is int and 0 < value <= MAX_MS:  # the usual case, first and cheap
         return value if value > now else now
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
@@ -68,6 +71,11 @@ def alarm_time(value: Any, now: int) -> int:
         )
     if value <= 0:
         raise TypeError(SET_ALARM_NONPOSITIVE)
+    if value > MAX_MS:
+        raise InvalidValue(
+            f"set_alarm() got {shown(value)}, past the last time alarmkit can hold: alarm times are ms in 1..2**53 "
+            "(9,007,199,254,740,992, JavaScript's largest safe integer); pass something like ctx.now() + 5_000"
+        )
     return max(int(math.floor(value)), now)
 
 

@@ -9,6 +9,9 @@ __all__ = [
     "HandlerTimeout",
     "JournalLocked",
     "ScenarioError",
+    "InvalidValue",
+    "RunawayError",
+    "JournalWriteError",
 ]
 
 
@@ -34,3 +37,19 @@ class JournalLocked(AlarmkitError):
 
 class ScenarioError(AlarmkitError):
     """A scenario name or parameter that does not exist or is out of range."""
+
+
+class InvalidValue(AlarmkitError, ValueError):
+    """A time out of range (times are ints of ms in 0..2**53) or a name that is not valid text,
+    refused where it entered, before it could reach the journal."""
+
+
+class RunawayError(AlarmkitError):
+    """A ``run()`` or ``call()`` hit its budget: too many kernel steps while the virtual clock stood
+    still (``step_limit``), or the clock would pass ``time_limit_ms`` with no ``until``/``limit``.
+    The message names the object and the task; the simulation is left as it was, so it can go on."""
+
+
+class JournalWriteError(AlarmkitError):
+    """A batch of events could not be written to the journal; every event of it is kept in
+    ``journal.unwritten`` (``journal.unwritten_rows()`` lists them)."""

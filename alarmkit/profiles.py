@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AlarmkitError
+from ._checks import MAX_MS, time_ms
+from .errors import AlarmkitError, InvalidValue
 
 __all__ = ["Latency", "Profile", "PROFILES", "get_profile", "register_profile"]
 
@@ -84,8 +85,8 @@ class Latency:
 
 
 def _nonneg(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise AlarmkitError(f"latency {name} must be a non-negative int of ms, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_MS:
+        raise AlarmkitError(f"latency {name} must be a non-negative int of ms (at most 2**53), got {v!r}")
     return v
 
 
@@ -117,6 +118,22 @@ class Profile:
     waker_tick_ms: int = 60_000
     resident_ms: int = 3_600_000
     version: str = ""
+
+    def __post_init__(self) -> None:
+        # every time a profile holds ends up on the clock: refused here, not when the journal cannot hold it
+        for name in ("retry_start_ms", "handler_limit_ms", "idle_evict_ms", "resident_ms", "waker_tick_ms"):
+            time_ms(f"profile {self.name!r} setting {name}", getattr(self, name), lo=1 if name == "waker_tick_ms" else 0)
+        for name, hi in (("retry_max_tries", MAX_MS), ("backoff_max_shift", 53)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be an int in 0..{hi:,}, got {v!r}")
+        if self.retry_start_ms << self.backoff_max_shift > MAX_MS:
+            raise InvalidValue(
+                f"profile {self.name!r}: retry_start_ms << backoff_max_shift = {self.retry_start_ms << self.backoff_max_shift:,} "
+                "ms, past 2**53; lower one of them"
+            )
+        if not isinstance(self.jitter_factor, (int, float)) or not 0 <= self.jitter_factor <= 1:
+            raise InvalidValue(f"profile {self.name!r} setting jitter_factor must be a number in 0..1, got {self.jitter_factor!r}")
 
     def replace(self, **changes: Any) -> Profile:
         if "fire_latency" in changes:
