@@ -44,7 +44,7 @@ def over_step_limit(now: int, limit: int, culprit: str) -> RunawayError:
 def past_time_limit(now: int, t: int, limit: int, start: int, culprit: str) -> RunawayError:
     return RunawayError(
         f"stopped at virtual time {now:,} ms: the next event, at {t:,} ms, is more than time_limit_ms="
-        f"{limit:,} ({limit / 86_400_000:g} days) after this run started at {start:,} ms; next: {culprit} "
+        f"{limit:,}{f' ({limit / 86_400_000:g} days)' if limit >= 86_400_000 else ''} after this run started at {start:,} ms; next: {culprit} "
         "(work that never ends, such as a retry loop?); pass until= (or limit= to call) to run that far, "
         "or raise the limit: Simulation(time_limit_ms=...) or sim.time_limit_ms = None for no limit"
     )

@@ -262,5 +262,5 @@ def describe(fn: Callable, args: tuple) -> str:
         what = getattr(fn, "__qualname__", repr(fn))
     if host is None:
         return what
-    tries = f", after {host.invocations:,} alarm() attempts" if host.invocations else ""
+    tries = f" (alarm() attempts so far: {host.invocations:,})" if host.invocations else ""
     return f"{what} of object {host.namespace.binding}:{host.label}{tries}"
