@@ -4,7 +4,10 @@ from ._kernel import Future, Kernel, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._runtime import Simulation, Stub
 from ._facets import ActorBroken, AlarmProxyParent, FacetBroken, FacetsUnavailable, facet_alarm_state
-from .errors import AlarmkitError, HandlerTimeout, InternalError, JournalLocked, ObjectCrashed, ScenarioError
+from .errors import (
+    AlarmkitError, HandlerTimeout, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
+    RunawayError, ScenarioError,
+)
 from .faults import FaultPlan, FaultPlanError, Faults, InjectedError, UncountedFailure
 from .invariants import Obligation, Report, Violation, check, check_run
 from .explore import Counterexample, Exploration, FaultSpace, explore
@@ -23,4 +26,5 @@ __all__ = [
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore",
     "ActorBroken", "AlarmProxyParent", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
+    "InvalidValue", "JournalWriteError", "RunawayError",
 ]

@@ -8,6 +8,7 @@ object and namespace names) refuses it at once, naming the value and the range.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from .errors import InvalidValue
@@ -23,13 +24,14 @@ def time_ms(what: str, value: Any, lo: int = 0) -> int:
     """``value`` if it is an int in ``lo..MAX_MS``; else ``InvalidValue`` naming ``what``."""
     if value.__class__ is int and lo <= value <= MAX_MS:
         return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidValue(f"{what} must be {RANGE}, got {type(value).__name__} {value!r}")
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):  # ints, numpy's too; not floats
+        raise InvalidValue(f"{what} must be {RANGE}, got {type(value).__name__} {shown(value)}")
+    value = operator.index(value)
     if value < lo:
         raise InvalidValue(f"{what} must be {RANGE}{f' and >= {lo:,}' if lo else ''}, got {value:,}")
     if value > MAX_MS:
         raise InvalidValue(f"{what} must be {RANGE}, got {shown(value)}")
-    return int(value)  # an int subclass (IntEnum...): a plain int in the journal
+    return int(value)  # a plain int in the journal, whatever kind of int it was
 
 
 def text(what: str, value: Any) -> str:

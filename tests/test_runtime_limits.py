@@ -444,3 +444,17 @@ def test_a_keyboard_interrupt_in_the_constructor_woken_by_an_alarm_does_not_wedg
     sim.run()
     assert _events(sim)[-4:] == [(3_004, "fire", 1_000, None), (3_004, "construct", None, None),
                                  (3_004, "handler_ok", 1_000, None), (73_004, "evict", None, "idle")]
+
+
+def test_a_keyboard_interrupt_in_a_constructor_the_celld_waker_runs_does_not_stop_the_waker():
+    sim = Simulation(profile="celld")
+    obj = sim.namespace("I", Interruptible).get("i")
+    sim.call(obj.arm(200_000))
+    sim.evict(obj)  # dormant: the minute bucket wakes it
+    Interruptible.raise_in = {"init": KeyboardInterrupt}
+    with pytest.raises(KeyboardInterrupt):
+        sim.run()
+    assert sim.now == 180_000 and _events(sim)[-1] == (180_000, "crash", None, "interrupted: KeyboardInterrupt in the constructor")
+    sim.run()  # the waker ticks on: the next minute wakes the cell and its alarm fires
+    assert _events(sim)[7:11] == [(240_000, "construct", None, None), (240_000, "wake", 200_000, None),
+                                  (240_002, "fire", 200_000, None), (240_002, "handler_ok", 200_000, None)]
