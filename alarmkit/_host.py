@@ -35,7 +35,7 @@ class Host:
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
         self.sim = sim
         self.namespace = namespace
-        self.name = name
+        self.name = text("object names" if parent is None else "facet names", name)  # the journal's object_id
         self.label = name if parent is None else f"{parent.label}/{name}"
         self._db: Database | None = None  # opened on first use: many objects never touch SQL
         self.instance: DurableObject | None = None

@@ -73,7 +73,7 @@ class Namespace:
             raise AlarmkitError(f"object names are non-empty strings, got {name!r}")
         host = self.hosts.get(name)
         if host is None:
-            host = self.hosts[name] = Host(self.sim, self, text("object names", name))
+            host = self.hosts[name] = Host(self.sim, self, name)
         return Stub(self.sim, host)
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-import alarmkit._runtime as runtime_module
+import alarmkit._host as host_module
 from alarmkit import DurableObject, FaultPlan, FaultPlanError, Faults, Journal, Simulation, UncountedFailure
 from alarmkit.errors import InvalidValue, JournalWriteError, RunawayError
 
@@ -27,6 +27,9 @@ class Obj(DurableObject):
 
     async def effect(self, name):
         await self.ctx.effect(name, "k")
+
+    async def facet(self, name):
+        self.ctx.facets.get(name, lambda: Obj)
 
     async def rec(self):  # an RPC that calls itself, without end
         return await self.env.NS.get(self.ctx.id).rec()
@@ -101,6 +104,7 @@ def test_every_entry_refuses_a_bad_time_or_name_at_once(call, message):
     ("sleep", 2**60, r"^sleep needs an int of milliseconds in 0\.\.9,007,199,254,740,992 \(the clock ends at 2\*\*53 ms\), "
                      r"got 1152921504606846976$"),
     ("effect", "\ud800", r"^ctx\.effect\(name\) must be valid text, got '\\ud800'"),
+    ("facet", "\udc00", r"^facet names must be valid text, got '\\udc00'"),
 ])
 def test_values_from_inside_an_object_are_refused_at_the_call(method, arg, message):
     sim, a = _sim()
@@ -191,7 +195,7 @@ def test_a_row_no_column_can_hold_is_kept_with_its_batch_and_the_error_says_wher
 
 
 def test_a_bad_name_forced_past_the_check_is_kept_unchanged(monkeypatch):
-    monkeypatch.setattr(runtime_module, "text", lambda what, value: value)  # the check, switched off
+    monkeypatch.setattr(host_module, "text", lambda what, value: value)  # the check, switched off
     journal = Journal()
     sim = Simulation(journal=journal)
     sim.call(sim.namespace("NS", Obj).get("\ud800").arm(50))
