@@ -5,7 +5,7 @@ from ._object import AlarmInfo, DurableObject, DurableObjectState
 from ._runtime import Simulation, Stub
 from ._facets import ActorBroken, AlarmProxyParent, FacetBroken, FacetsUnavailable, facet_alarm_state
 from .errors import (
-    AlarmkitError, HandlerTimeout, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
+    AlarmkitError, AlarmTimeError, HandlerTimeout, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
     RunawayError, ScenarioError,
 )
 from .faults import FaultPlan, FaultPlanError, Faults, InjectedError, UncountedFailure
@@ -26,5 +26,5 @@ __all__ = [
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore",
     "ActorBroken", "AlarmProxyParent", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
-    "InvalidValue", "JournalWriteError", "RunawayError",
+    "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
 ]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 from ._checks import MAX_MS, shown
 from ._kernel import Future
 from ._storage import Cursor
-from .errors import InvalidValue
+from .errors import AlarmTimeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Host
@@ -59,20 +59,20 @@ def alarm_time(value: Any, now: int) -> int:
     if value.__class__ is int and 0 < value <= MAX_MS:  # the usual case, first and cheap
         return value if value > now else now
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(
+        raise AlarmTimeError(
             f"set_alarm() needs a time in epoch milliseconds (int or float), got {value!r}; "
             "pass something like ctx.now() + 5_000"
         )
     if isinstance(value, float) and not math.isfinite(value):
         # workerd's text for NaN (observed on workerd 2026-11-17), then ours naming the value
-        raise TypeError(
+        raise AlarmTimeError(
             f"The value cannot be converted because it is not a valid Date. (set_alarm() got {value!r}, "
             "which is not a finite time; pass epoch milliseconds such as ctx.now() + 5_000)"
         )
     if value <= 0:
-        raise TypeError(SET_ALARM_NONPOSITIVE)
+        raise AlarmTimeError(SET_ALARM_NONPOSITIVE)
     if value > MAX_MS:
-        raise InvalidValue(
+        raise AlarmTimeError(
             f"set_alarm() got {shown(value)}, past the last time alarmkit can hold: alarm times are ms in 1..2**53 "
             "(9,007,199,254,740,992, JavaScript's largest safe integer); pass something like ctx.now() + 5_000"
         )

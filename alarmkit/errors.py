@@ -10,6 +10,7 @@ __all__ = [
     "JournalLocked",
     "ScenarioError",
     "InvalidValue",
+    "AlarmTimeError",
     "RunawayError",
     "JournalWriteError",
 ]
@@ -42,6 +43,11 @@ class ScenarioError(AlarmkitError):
 class InvalidValue(AlarmkitError, ValueError):
     """A time out of range (times are ints of ms in 0..2**53) or a name that is not valid text,
     refused where it entered, before it could reach the journal."""
+
+
+class AlarmTimeError(InvalidValue, TypeError):
+    """``set_alarm`` got a time it cannot take: a ``TypeError``, as workerd's ``setAlarm`` throws,
+    and an ``InvalidValue`` (so the CLI reports it as a user error)."""
 
 
 class RunawayError(AlarmkitError):
