@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import MAX_MS, time_ms
+from ._checks import MAX_MS, text, time_ms
 from .errors import AlarmkitError, InvalidValue
 
 __all__ = ["Latency", "Profile", "PROFILES", "get_profile", "register_profile"]
@@ -120,7 +120,8 @@ class Profile:
     version: str = ""
 
     def __post_init__(self) -> None:
-        # every time a profile holds ends up on the clock: refused here, not when the journal cannot hold it
+        # every time a profile holds ends up on the clock, its name in the journal: refused here, not at a flush
+        text("profile names", self.name)
         for name in ("retry_start_ms", "handler_limit_ms", "idle_evict_ms", "resident_ms", "waker_tick_ms"):
             time_ms(f"profile {self.name!r} setting {name}", getattr(self, name), lo=1 if name == "waker_tick_ms" else 0)
         for name, hi in (("retry_max_tries", MAX_MS), ("backoff_max_shift", 53)):

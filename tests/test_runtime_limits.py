@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import alarmkit._host as host_module
-from alarmkit import DurableObject, FaultPlan, FaultPlanError, Faults, Journal, Simulation, UncountedFailure
+from alarmkit import DurableObject, FaultPlan, FaultPlanError, Faults, Journal, Profile, Simulation, UncountedFailure
 from alarmkit.errors import InvalidValue, JournalWriteError, RunawayError
 
 MAX = 2**53
@@ -92,6 +92,7 @@ def test_the_last_time_2_53_itself_is_accepted_and_journaled():
                                                            r"surrogate '\\udfff' at position 2 cannot be stored"),
     (lambda sim: Simulation(scenario="\ud800"), r"^scenario must be valid text, got '\\ud800'"),
     (lambda sim: Simulation(idle_evict_ms=2**64), rf"^profile 'workerd' setting idle_evict_ms must be {RANGE}, got 18,44"),
+    (lambda sim: Simulation(profile=Profile(name="p\ud800")), r"^profile names must be valid text, got 'p\\ud800'"),
     (lambda sim: Simulation(backoff_max_shift=60), r"^profile 'workerd' setting backoff_max_shift must be an int in 0\.\.53"),
     (lambda sim: Simulation(step_limit=0), r"^step_limit must be a positive int or None \(no limit\), got 0$"),
 ])
