@@ -146,7 +146,8 @@ class Journal:
             table = _table(run_id, rows)
         except Exception as err:  # a value no column can hold got past the checks at the API's entries
             self.unwritten.append(_raw_rows(run_id, rows))
-            raise self._kept(f"a batch of {len(rows):,} events could not be converted for DuckDB", err) from err
+            raise self._kept(f"a batch of {len(rows):,} events could not be converted for DuckDB", err,
+                             "a value got past alarmkit's checks (sim.log writes what it is given): fix where it entered") from err
         if failed is not None:
             self.unwritten.append(table)  # not sent after a failure: kept, in order, with it
             raise self._kept(*failed) from failed[1]
@@ -183,12 +184,12 @@ class Journal:
         self.unwritten.append(table)
         return f"a batch of {len(table):,} events could not be written", result[0]
 
-    def _kept(self, what: str, cause: BaseException) -> JournalWriteError:
+    def _kept(self, what: str, cause: Any, way_out: str = "free disk space or pass another --db and run again") -> JournalWriteError:
         n = sum(map(len, self.unwritten))
         return JournalWriteError(
             f"journal {self.path or ':memory:'}: {what} ({cause}); earlier batches are in, and nothing is lost: "
             f"{n:,} events are kept in journal.unwritten ({len(self.unwritten)} batches; journal.unwritten_rows() "
-            "lists them); free disk space or pass another --db and run again"
+            f"lists them); {way_out}"
         )
 
     def unwritten_rows(self) -> list[tuple]:
