@@ -4,9 +4,9 @@ from ._kernel import Kernel
 from .runtime import AlarmInfo, DurableObject, DurableObjectState, Future, Inspector, Simulation, Stub, Task
 from .facets import AlarmProxyParent, facet_alarm_state
 from .errors import (
-    ActorBroken, AlarmkitError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError, HandlerTimeout,
-    InjectedError, InternalError, JournalLocked, ObjectCrashed, ScenarioError, SqlError, UncountedFailure,
-    WorkerdError,
+    ActorBroken, AlarmkitError, AlarmTimeError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError,
+    HandlerTimeout, InjectedError, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
+    RunawayError, ScenarioError, SqlError, UncountedFailure, WorkerdError,
 )
 from .faults import FaultPlan, Faults
 from .invariants import Obligation, Report, Violation, check, check_run
@@ -25,5 +25,5 @@ __all__ = [
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
-    "WorkerdError",
+    "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
 ]

@@ -209,10 +209,12 @@ class CelldScheduler:
         self.tick = None
         now = self.kernel.now
         due = sorted((m, host.label, host) for host, ms in self.wake.items() for m in ms if m * MINUTE_MS <= now)
-        for minute, _, host in due:
-            if minute in self.wake.get(host, ()):
-                self._wake(host, minute)
-        self._ensure_tick()
+        try:
+            for minute, _, host in due:
+                if minute in self.wake.get(host, ()):
+                    self._wake(host, minute)
+        finally:  # a KeyboardInterrupt in a constructor a wake ran must not stop the waker for good
+            self._ensure_tick()
 
     def _wake(self, host: Host, minute: int) -> None:
         key = wake_key(minute, host.label)

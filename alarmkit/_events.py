@@ -44,7 +44,11 @@ try:  # orjson is ~10x faster than json for the many small detail dicts of a big
     def dump(detail: Any) -> str | None:
         if detail is None:
             return None
-        return orjson.dumps(detail, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        try:
+            return orjson.dumps(detail, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:  # a lone surrogate ("\ud800", from an error message?) or an int past 64 bits:
+            # the event is kept, the value shown as text ("\\ud800"), rather than the flush failing
+            return orjson.dumps(_plain(detail), default=lambda o: _plain(str(o)), option=orjson.OPT_NON_STR_KEYS).decode()
 
     _loads = orjson.loads
 
@@ -55,6 +59,19 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
         return None if detail is None else _encode(detail)
 
     _loads = json.loads
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with text JSON cannot carry made visible: lone surrogates backslash-escaped, huge ints as text."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def direction(prev: int | None, at: int | None) -> str:

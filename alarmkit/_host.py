@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from ._budget import task_of
+from ._checks import text
 from ._kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
@@ -15,7 +17,7 @@ from .errors import AlarmkitError, InjectedError, ObjectCrashed
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Namespace, Simulation
 
-__all__ = ["Host", "check_method"]
+__all__ = ["Host", "check_method", "owner", "describe", "on_interrupt"]
 
 _UNSET = object()
 
@@ -41,7 +43,7 @@ class Host:
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
         self.sim = sim
         self.namespace = namespace
-        self.name = name
+        self.name = text("object names" if parent is None else "facet names", name)  # the journal's object_id
         self.label = name if parent is None else f"{parent.label}/{name}"
         self._db: Database | None = None  # opened on first use: many objects never touch SQL
         self.instance: DurableObject | None = None
@@ -82,6 +84,9 @@ class Host:
             self.staged = _UNSET
             self.ctx = None
             raise
+        except BaseException as err:
+            self.interrupted(err, "the constructor")
+            raise
         finally:
             self.constructing = False
         self.commit()
@@ -112,6 +117,14 @@ class Host:
     def crash(self, reason: str) -> None:
         self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
         self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
+
+    def interrupted(self, err: BaseException, where: str) -> ObjectCrashed:
+        """A KeyboardInterrupt or SystemExit left user code running in this object: journaled as a
+        ``crash`` and the object left as a crash leaves it (its stored alarm stays); the caller re-raises.
+        Returns the error the interrupted work fails with (an uncounted failure, as a crash is)."""
+        if self.ctx is not None:
+            self.crash(f"interrupted: {type(err).__name__} in {where}")
+        return ObjectCrashed(f"object {self.label} was interrupted by {type(err).__name__} in {where}")
 
     def evict(self, reason: str = "idle", message: str | None = None) -> None:
         """Drop the running instance (journal kind ``evict``); its calls in flight fail with
@@ -219,6 +232,7 @@ class Host:
 
     # -- effects --------------------------------------------------------------------------
     def effect(self, name: str, key: Any, detail: dict) -> Future:
+        text("ctx.effect(name)", name)
         self.check_alive()
         faults = self.sim.faults
         faults.before_effect(self, name, key)
@@ -230,3 +244,37 @@ class Host:
         if after == "throw":
             raise InjectedError(f"injected: effect {name}({key!r}) failed after it ran")
         return self.sim.kernel.checkpoint(None)
+
+
+def owner(task: Task | None) -> Host | None:
+    """The object a task runs in (its suspensions are that host's commit points), if any."""
+    host = getattr(getattr(task, "on_suspend", None), "__self__", None)
+    return host if isinstance(host, Host) else None
+
+
+def on_interrupt(task: Task, err: BaseException) -> None:
+    """The kernel's hook: a KeyboardInterrupt or SystemExit left a task; crash its object, if it has one."""
+    host = owner(task)
+    if host is not None:
+        host.interrupted(err, task.name)
+
+
+def describe(fn: Callable, args: tuple) -> str:
+    """Whose work a step or timer is, for ``RunawayError``: the task and the object."""
+    task = task_of(fn, args)
+    host = owner(task)
+    for x in () if host is not None else (getattr(fn, "__self__", None), *args):
+        x = getattr(x, "host", x)  # a scheduler's entry holds its host
+        if isinstance(x, Host):
+            host = x
+            break
+    if task is not None:
+        what = f"task {task.name!r}"
+    elif getattr(fn, "__name__", "") in ("_fire", "_timer"):  # the workerd and celld alarm timers
+        what = "the next alarm() delivery"
+    else:
+        what = getattr(fn, "__qualname__", repr(fn))
+    if host is None:
+        return what
+    tries = f" (alarm() attempts so far: {host.invocations:,})" if host.invocations else ""
+    return f"{what} of object {host.namespace.binding}:{host.label}{tries}"

@@ -14,12 +14,18 @@ import random
 from collections import deque
 from typing import Any, Callable
 
-from .errors import AlarmkitError, InternalError
+from ._budget import NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, check_limit, over_step_limit, past_time_limit, task_of
+from ._checks import MAX_MS, time_ms
+from .errors import AlarmkitError, InternalError, InvalidValue, RunawayError
 
 __all__ = ["Kernel", "Future", "Ready", "Task"]
 
 _PENDING = object()
 _COMPACT_MIN = 1024
+# The kernel refuses a time its journal's BIGINT columns could not hold. Public entries refuse
+# beyond 2**53 (MAX_MS) already; what the runtime adds to such a time (a retry, a latency) stays far below this.
+_KERNEL_MAX = 2**62
+_INF = float("inf")
 
 
 class Future:
@@ -139,6 +145,13 @@ class Task(Future):
             if not self._killed:
                 self.set_exception(err)
             return
+        except BaseException as err:  # KeyboardInterrupt, SystemExit: it propagates (as in asyncio), once
+            kernel.current = None  # the runtime's hook has journaled it and crashed the object
+            if not self._killed and kernel.on_interrupt is not None:
+                kernel.on_interrupt(self, err)
+            if not self.done():  # awaiters get an ordinary error, not a second interruption
+                self.set_exception(AlarmkitError(f"task {self.name!r} was interrupted by {type(err).__name__}"))
+            raise
         kernel.current = None
         if self._killed:  # it died while running (a crash injected from inside this step)
             return
@@ -179,11 +192,18 @@ class Task(Future):
 
 
 class Kernel:
-    """Virtual clock + timer heap + microtask queue + one seeded random source."""
+    """Virtual clock + timer heap + microtask queue + one seeded random source.
 
-    def __init__(self, seed: int = 0) -> None:
+    ``run()`` and ``run_until_complete()`` stop runaway work with ``RunawayError``: see ``_budget``.
+    """
+
+    def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise AlarmkitError(f"seed must be an int, got {seed!r}")
+        self.step_limit = check_limit("step_limit", step_limit)
+        self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
+        self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
+        self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
         self.now: int = 0
         self.seed = seed
         self.rng = random.Random(seed)
@@ -196,9 +216,11 @@ class Kernel:
 
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any) -> list:
-        """Run ``fn(*args)`` at virtual time ``t``; returns a handle for ``cancel``."""
-        if t < self.now:
-            raise InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
+        """Run ``fn(*args)`` at virtual time ``t`` (an int of ms); returns a handle for ``cancel``."""
+        if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
+            if t.__class__ is int and t < self.now:
+                raise InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
+            raise InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
         self._seq += 1
         entry = [t, self._seq, fn, args]
         heapq.heappush(self._heap, entry)
@@ -230,8 +252,10 @@ class Kernel:
 
     # -- awaitables -----------------------------------------------------------------
     def sleep(self, ms: int) -> Future:
-        if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
-            raise AlarmkitError(f"sleep needs a non-negative int of milliseconds, got {ms!r}")
+        if ms.__class__ is not int or ms < 0 or self.now + ms > MAX_MS:
+            raise InvalidValue(
+                f"sleep needs an int of milliseconds in 0..{MAX_MS - self.now:,} (the clock ends at 2**53 ms), got {ms!r}"
+            )
         fut = Future()
         self.call_later(ms, fut.set_result, None)
         return fut
@@ -303,48 +327,96 @@ class Kernel:
         return False
 
     def run(self, until: int | None = None) -> None:
-        """Process events until none are left, or until virtual time ``until`` (then now == until)."""
-        ready, heap, pop = self._ready, self._heap, heapq.heappop
+        """Process events until none are left, or until virtual time ``until`` (then now == until).
+
+        Raises ``RunawayError`` past a budget (see the class), with the simulation left as it was.
+        """
+        start = self.now
         if until is None:
-            while True:
-                while ready:
-                    fn, args = ready.popleft()
-                    fn(*args)
-                if not heap:
-                    return
-                t, _, fn, args = pop(heap)
-                if fn is not None:
-                    self.now = t
-                    fn(*args)
-        if until < self.now:
-            raise AlarmkitError(f"time can't go backwards: run(until={until}) at now={self.now}")
+            end = NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
+        else:
+            end = time_ms("run(until=...)", until)
+            if end < start:
+                raise AlarmkitError(f"time can't go backwards: run(until={until}) at now={start}")
+        self._drive(end)
+        if until is not None:
+            self.now = end
+        elif self.peek() != _INF:  # stopped at the time limit, not because nothing is left
+            raise self._past_time_limit(start)
+
+    def _drive(self, end: int) -> None:
+        """Run microtasks and timers due by ``end``, counting the steps at one virtual instant. SimPy's
+        run() calls step(); this loop inlines it, saving a Python call per event on the hot path."""
+        ready, heap, pop = self._ready, self._heap, heapq.heappop
+        limit = self.step_limit or NO_LIMIT
+        now, n = self.now, 0
         while True:
             while ready:
+                n += 1
+                if n > limit:
+                    raise over_step_limit(self.now, limit, self._culprit(*ready[0]))
                 fn, args = ready.popleft()
                 fn(*args)
-            if not heap or heap[0][0] > until:
-                break
-            t, _, fn, args = pop(heap)
+            if not heap or heap[0][0] > end:
+                return
+            t, _, fn, args = entry = pop(heap)
             if fn is not None:
-                self.now = t
+                if t != now:
+                    self.now = now = t
+                    n = 1
+                else:
+                    n += 1
+                    if n > limit:
+                        heapq.heappush(heap, entry)  # not run: the simulation stays as it was
+                        raise over_step_limit(now, limit, self._culprit(fn, args))
                 fn(*args)
-        self.now = until
 
     def advance(self, ms: int) -> None:
+        if ms.__class__ is not int or ms < 0 or self.now + ms > MAX_MS:
+            raise InvalidValue(f"advance(ms) needs an int of ms in 0..{MAX_MS - self.now:,} (the clock ends at 2**53 ms), got {ms!r}")
         self.run(until=self.now + ms)
 
     def run_until_complete(self, aw: Any, limit: int | None = None) -> Any:
-        """Drive the kernel until ``aw`` completes; return its value or raise its error."""
+        """Drive the kernel until ``aw`` completes; return its value or raise its error.
+
+        ``limit`` is a virtual time the call must finish by; without it, ``time_limit_ms`` applies.
+        """
+        if limit is not None:
+            limit = time_ms("call(limit=...)", limit)
         fut = aw if isinstance(aw, Future) else self.spawn(_as_coro(aw), name="main")
+        start = self.now
+        end = limit if limit is not None else NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
+        steps = self.step_limit or NO_LIMIT
+        at, n = start, 0
         while not fut.done():
-            if limit is not None and self.peek() > limit:
-                raise AlarmkitError(f"still waiting at virtual time {limit} ms; raise the limit")
-            if not self.step():
-                raise AlarmkitError(
-                    "deadlock: the awaited call can never complete (nothing left to run); "
-                    "did the object await something nobody resolves?"
-                )
+            nxt = self.peek()
+            if nxt > end:
+                if nxt == _INF:
+                    raise AlarmkitError(
+                        "deadlock: the awaited call can never complete (nothing left to run); "
+                        "did the object await something nobody resolves?"
+                    )
+                if limit is not None:
+                    raise AlarmkitError(f"still waiting at virtual time {limit} ms; raise the limit")
+                raise self._past_time_limit(start)
+            if nxt != at:
+                at, n = nxt, 0
+            n += 1
+            if n > steps:
+                raise over_step_limit(at, steps, self._culprit(*(self._ready[0] if self._ready else self._heap[0][2:])))
+            self.step()
         return fut.result()
+
+    # -- runaway work ---------------------------------------------------------------
+    def _culprit(self, fn: Callable, args: tuple) -> str:
+        if self.describe is not None:
+            return self.describe(fn, args)
+        task = task_of(fn, args)
+        return f"task {task.name!r}" if task is not None else getattr(fn, "__qualname__", repr(fn))
+
+    def _past_time_limit(self, start: int) -> RunawayError:
+        t, _, fn, args = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
+        return past_time_limit(self.now, t, self.time_limit_ms, start, self._culprit(fn, args))
 
 
 async def wrap_awaitable(aw: Any) -> Any:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
+from ._checks import MAX_MS, shown
 from ._kernel import Future
 from ._storage import Cursor
-from .errors import AlarmkitError
+from .errors import AlarmkitError, AlarmTimeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._host import Host
@@ -53,22 +54,28 @@ class SqlStorage:
 
 
 def alarm_time(value: Any, now: int) -> int:
-    """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++)."""
-    if value.__class__ is int and value > 0:  # the usual case, first and cheap
+    """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++).
+    Times past 2**53 ms are refused (``InvalidValue``): the journal could not hold them."""
+    if value.__class__ is int and 0 < value <= MAX_MS:  # the usual case, first and cheap
         return value if value > now else now
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(
+        raise AlarmTimeError(
             f"set_alarm() needs a time in epoch milliseconds (int or float), got {value!r}; "
             "pass something like ctx.now() + 5_000"
         )
     if isinstance(value, float) and not math.isfinite(value):
         # workerd's text for NaN (observed on workerd 2026-11-17), then ours naming the value
-        raise TypeError(
+        raise AlarmTimeError(
             f"The value cannot be converted because it is not a valid Date. (set_alarm() got {value!r}, "
             "which is not a finite time; pass epoch milliseconds such as ctx.now() + 5_000)"
         )
     if value <= 0:
-        raise TypeError(SET_ALARM_NONPOSITIVE)
+        raise AlarmTimeError(SET_ALARM_NONPOSITIVE)
+    if value > MAX_MS:
+        raise AlarmTimeError(
+            f"set_alarm() got {shown(value)}, past the last time alarmkit can hold: alarm times are ms in 1..2**53 "
+            "(9,007,199,254,740,992, JavaScript's largest safe integer); pass something like ctx.now() + 5_000"
+        )
     return max(int(math.floor(value)), now)
 
 

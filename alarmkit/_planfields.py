@@ -10,7 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import AlarmkitError, FaultPlanError
+from ._checks import MAX_MS, text
+from .errors import AlarmkitError, FaultPlanError, InvalidValue
 from .profiles import Latency
 
 # Cloudflare docs (storage API): alarms "can be delayed by up to a minute due to maintenance or failures"
@@ -84,14 +85,25 @@ _TASK_KINDS = ("alarm", "constructor", "block_concurrency_while", "rpc:<method>"
 
 
 def check_name(path: str, value: Any) -> str | None:
-    if value is None or (isinstance(value, str) and value):
+    if value is None:
         return value
-    raise FaultPlanError(f"fault plan field {path!r} must be an object name (a non-empty string) or absent, got {value!r}")
+    try:
+        return text(f"fault plan field {path!r}", value)
+    except InvalidValue as err:
+        raise FaultPlanError(f"{err}; an object name or absent") from None
+
+
+def _text(path: str, value: Any, what: str) -> str:
+    try:
+        return text(f"fault plan field {path!r}", value)
+    except InvalidValue as err:
+        raise FaultPlanError(f"{err} ({what})") from None
 
 
 def _int(path: str, value: Any, lo: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise FaultPlanError(f"fault plan field {path!r} must be an int >= {lo} ({what}), got {value!r}")
+    # times and counts alike stop at 2**53: a time past it no journal column holds, a count past it never comes
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= MAX_MS:
+        raise FaultPlanError(f"fault plan field {path!r} must be an int >= {lo} and <= 2**53 ({what}), got {value!r}")
     return value
 
 
@@ -146,9 +158,7 @@ def _part(path: str, cls: type, value: Any) -> Any:
         elif name == "task":
             out[name] = _task(sub, v)
         elif name == "effect":
-            if not isinstance(v, str) or not v:
-                raise FaultPlanError(f"fault plan field {sub!r} must be an effect name as passed to ctx.effect, got {v!r}")
-            out[name] = v
+            out[name] = _text(sub, v, "an effect name as passed to ctx.effect")
         elif isinstance(check[0], str):
             if v not in check:
                 raise FaultPlanError(f"fault plan field {sub!r} must be one of {list(check)}, got {v!r}")
@@ -160,7 +170,7 @@ def _part(path: str, cls: type, value: Any) -> Any:
 
 def _task(path: str, value: Any) -> str:
     if isinstance(value, str) and (value in _TASK_KINDS[:3] or (value.startswith("rpc:") and len(value) > 4)):
-        return value
+        return _text(path, value, "a task name")
     raise FaultPlanError(f"fault plan field {path!r} must be one of {list(_TASK_KINDS)}, got {value!r}")
 
 

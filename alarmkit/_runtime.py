@@ -6,21 +6,24 @@ from __future__ import annotations
 
 import inspect
 import sys
+import warnings
 from collections import deque
 from types import CoroutineType
 from typing import Any, Callable
 
 from ._events import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
+from ._budget import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit
+from ._checks import text, time_ms
 from ._celld import CelldScheduler
 from ._facets import facets_of
-from ._host import Host
+from ._host import Host, describe, on_interrupt
 from ._stubs import Env, Inspector, Namespace, Stub
 from ._kernel import Future, Kernel, Task, wrap_awaitable
 from ._object import AlarmInfo, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
-from .errors import AlarmkitError, HandlerTimeout, ObjectCrashed, UncountedFailure
+from .errors import AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
 from .faults import Faults
 from .profiles import Profile, get_profile
 
@@ -45,11 +48,15 @@ class Simulation:
         scenario: str = "adhoc",
         params: dict | None = None,
         faults: Faults | None = None,
+        step_limit: int | None = STEP_LIMIT,
+        time_limit_ms: int | None = TIME_LIMIT_MS,
         **profile_changes: Any,
     ) -> None:
+        """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``)."""
         prof = get_profile(profile)
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
-        self.kernel = Kernel(seed)
+        self.kernel = Kernel(seed, step_limit, time_limit_ms)
+        self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
         self.seed = seed
         self.faults = faults or Faults()
         self.fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
@@ -57,7 +64,8 @@ class Simulation:
         self.namespaces: dict[str, Namespace] = {}
         self.down = False
         self._up: Future | None = None
-        self.scenario = scenario
+        self.scenario = text("scenario", scenario)
+        self._write_failed = False  # an automatic flush could not write a batch (the journal kept it)
         self.db_pool = ConnectionPool()
         self.buffer = EventBuffer()
         self._buf = self.buffer.data  # log() appends here, WIDTH values per event
@@ -106,6 +114,9 @@ class Simulation:
     def step(self) -> bool:
         return self.kernel.step()
 
+    step_limit = KernelLimit()  # kernel steps one run() or call() may take at one virtual instant (None: no limit)
+    time_limit_ms = KernelLimit()  # virtual time one run() or call() with no until/limit may cover (None: no limit)
+
     def call(self, aw: Any, limit: int | None = None) -> Any:
         """Drive the simulation until ``aw`` (e.g. ``stub.grant("a", 300)``) completes; return its value."""
         return self.kernel.run_until_complete(aw, limit)
@@ -133,6 +144,7 @@ class Simulation:
 
     # -- objects --------------------------------------------------------------------------
     def namespace(self, binding: str, cls: type) -> Namespace:
+        text("namespace bindings", binding)
         if binding in self.namespaces:
             if self.namespaces[binding].cls is not cls:
                 raise AlarmkitError(f"binding {binding!r} is already {self.namespaces[binding].cls.__name__}")
@@ -177,7 +189,13 @@ class Simulation:
                 raise
             check()
         self.log("call", host, None, None, None, {"method": method})
-        result = getattr(instance, method)(*args, **kwargs)
+        try:
+            result = getattr(instance, method)(*args, **kwargs)
+        except Exception:
+            raise
+        except BaseException as err:  # a method that is not async: its object crashes (and the caller's task, which it leaves)
+            host.interrupted(err, f"rpc:{method}")
+            raise
         if inspect.isawaitable(result):
             value = await host.spawn(wrap_awaitable(result), f"rpc:{method}")
         else:
@@ -195,7 +213,7 @@ class Simulation:
         now, buf = self.kernel.now, self._buf  # log(), inlined: the fire and handler_ok of every delivery
         buf += (now, host.code, "fire", scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{now - scheduled}}}')
         if len(buf) >= self._flush_len:
-            self.flush()
+            self._auto_flush()
         if host.instance is not None and host.gate is None:
             self._start_handler(host, scheduled, retry_count, n, done, token)
         else:  # asleep or gated: the constructor (and its block_concurrency_while) runs first
@@ -208,6 +226,9 @@ class Simulation:
         except Exception as err:  # noqa: BLE001 - a constructor's error is the attempt's failure
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
+        except BaseException as err:  # the object crashed with it (Host.ensure_live): an uncounted failure
+            self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "the constructor"), done, token)
+            raise
         self._start_handler(host, scheduled, retry_count, n, done, token)
 
     def _start_handler(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
@@ -226,6 +247,9 @@ class Simulation:
         except Exception as err:  # noqa: BLE001 - user code or an injected fault
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
             return
+        except BaseException as err:  # KeyboardInterrupt, SystemExit: journaled, the object crashed, then raised
+            self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "alarm"), done, token)
+            raise
         # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
         task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
         host.tasks[task] = None
@@ -280,8 +304,7 @@ class Simulation:
 
     def restart(self, downtime_ms: int = 0) -> None:
         """Take the whole runtime down now and bring it back ``downtime_ms`` later, reloading alarms."""
-        if isinstance(downtime_ms, bool) or not isinstance(downtime_ms, int) or downtime_ms < 0:
-            raise AlarmkitError(f"restart needs a non-negative int downtime in ms, got {downtime_ms!r}")
+        time_ms("restart(downtime_ms)", downtime_ms)
         if self.down:
             raise AlarmkitError("the runtime is already down; wait for it to come back before restarting again")
         self.log("restart", None, None, None, None, {"downtime_ms": downtime_ms})
@@ -307,12 +330,22 @@ class Simulation:
         buf = self._buf
         buf += (self.kernel.now, None if host is None else host.code, kind, scheduled, prev, retry, detail)
         if len(buf) >= self._flush_len:
-            self.flush()
+            self._auto_flush()
 
     def flush(self) -> None:
-        """Write buffered events to the journal (a checkpoint)."""
+        """Write buffered events to the journal (a checkpoint). If the batch cannot be written,
+        raises ``JournalWriteError``; its events are kept in ``journal.unwritten``, none lost."""
         if self.journal is not None and self._buf:
             self.journal.write_events(self.run_id, self.buffer.take())
+
+    def _auto_flush(self) -> None:
+        # A flush at the batch size happens inside a step: raising there would leave an alarm half
+        # delivered. The journal kept the events; say so now, and again (raising) at close().
+        try:
+            self.flush()
+        except JournalWriteError as err:
+            self._write_failed = True
+            warnings.warn(f"{err}; the simulation carries on", RuntimeWarning, stacklevel=3)
 
     @property
     def rows(self) -> list[EventRow]:
@@ -333,7 +366,11 @@ class Simulation:
         return self.journal.events(self.run_id)
 
     def close(self) -> None:
+        """Flush; raises ``JournalWriteError`` if any event of this run could not be written (the
+        journal keeps them in ``journal.unwritten``)."""
         self.flush()
+        if self._write_failed:
+            raise self.journal._kept(f"run {self.run_id} is incomplete: a batch could not be written during it", "warned then")
 
     def __enter__(self) -> Simulation:
         return self

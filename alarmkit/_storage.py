@@ -116,7 +116,7 @@ class Database:
                 self._script(sql)
                 return Cursor([], [], 0)
             raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
-        except sqlite3.Error as err:
+        except (sqlite3.Error, OverflowError) as err:  # OverflowError: an int SQLite's 64 bits cannot hold
             raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
         cols = [d[0] for d in cur.description] if cur.description else []
         rows = cur.fetchall() if cols else []

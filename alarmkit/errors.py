@@ -19,6 +19,10 @@ __all__ = [
     "FacetBroken",
     "ActorBroken",
     "WorkerdError",
+    "InvalidValue",
+    "AlarmTimeError",
+    "RunawayError",
+    "JournalWriteError",
 ]
 
 
@@ -83,3 +87,24 @@ class ScenarioError(AlarmkitError):
 
 class WorkerdError(AlarmkitError, RuntimeError):
     """workerd could not be installed, started or reached."""
+
+
+class InvalidValue(AlarmkitError, ValueError):
+    """A time out of range (times are ints of ms in 0..2**53) or a name that is not valid text,
+    refused where it entered, before it could reach the journal."""
+
+
+class AlarmTimeError(InvalidValue, TypeError):
+    """``set_alarm`` got a time it cannot take: a ``TypeError``, as workerd's ``setAlarm`` throws,
+    and an ``InvalidValue`` (so the CLI reports it as a user error)."""
+
+
+class RunawayError(AlarmkitError):
+    """A ``run()`` or ``call()`` hit its budget: too many kernel steps while the virtual clock stood
+    still (``step_limit``), or the clock would pass ``time_limit_ms`` with no ``until``/``limit``.
+    The message names the object and the task; the simulation is left as it was, so it can go on."""
+
+
+class JournalWriteError(AlarmkitError):
+    """A batch of events could not be written to the journal; every event of it is kept in
+    ``journal.unwritten`` (``journal.unwritten_rows()`` lists them)."""

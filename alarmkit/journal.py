@@ -17,9 +17,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from ._events import EventBatch, EventRow
+from ._events import WIDTH, EventBatch, EventRow
 from ._events import dump as _dump
-from .errors import AlarmkitError, JournalLocked
+from .errors import AlarmkitError, JournalLocked, JournalWriteError
 
 __all__ = ["Journal", "EVENT_COLUMNS", "EVENT_KINDS", "EventRow", "rows_to_frame", "frame_rows"]
 
@@ -105,7 +105,9 @@ class Journal:
         self.path = None if path in (None, ":memory:") else Path(path)
         self.batch_size = batch_size
         self._pending: tuple[threading.Thread, pa.Table, list] | None = None  # the batch being inserted
-        self.unwritten: list[pa.Table] = []  # batches whose insert failed, kept for the user
+        # batches that could not be written, kept for the user: Arrow tables, or for a batch that
+        # could not even become Arrow, its rows in EVENT_COLUMNS order (unwritten_rows() reads both)
+        self.unwritten: list[pa.Table | list[tuple]] = []
         self._wcon: duckdb.DuckDBPyConnection | None = None  # the writer thread's cursor
         try:
             self._con = duckdb.connect(str(self.path) if self.path else ":memory:")
@@ -141,15 +143,23 @@ class Journal:
         return run_id
 
     def write_events(self, run_id: int | None, rows: list[EventRow] | EventBatch) -> None:
-        """Append one batch: a simulation's buffered events, or ``EventRow`` values."""
+        """Append one batch: a simulation's buffered events, or ``EventRow`` values.
+
+        Raises ``JournalWriteError`` when this batch (or the one before it, written on another thread)
+        could not be written; every event of a failed batch is kept in ``unwritten``, in order.
+        """
         if not len(rows):
             return
-        table = _table(run_id, rows)
+        failed = self._join()  # at most one batch in flight: memory stays bounded, order is kept
         try:
-            self._wait()  # at most one batch in flight: memory stays bounded, order is kept
-        except AlarmkitError:
+            table = _table(run_id, rows)
+        except Exception as err:  # a value no column can hold got past the checks at the API's entries
+            self.unwritten.append(_raw_rows(run_id, rows))
+            raise self._kept(f"a batch of {len(rows):,} events could not be converted for DuckDB", err,
+                             "a value got past alarmkit's checks (sim.log writes what it is given): fix where it entered") from err
+        if failed is not None:
             self.unwritten.append(table)  # not sent after a failure: kept, in order, with it
-            raise
+            raise self._kept(*failed) from failed[1]
         if self._wcon is None:
             self._wcon = self._con.cursor()  # DuckDB's way to use one database from another thread
         # DuckDB inserts without holding the GIL, so the simulation runs on meanwhile. A thread per
@@ -167,19 +177,39 @@ class Journal:
             result.append(err)
 
     def _wait(self) -> None:
+        failed = self._join()
+        if failed is not None:
+            raise self._kept(*failed) from failed[1]
+
+    def _join(self) -> tuple[str, BaseException] | None:
+        """Wait for the batch in flight; if its insert failed, keep it and say what happened."""
         pending, self._pending = self._pending, None
         if pending is None:
-            return
+            return None
         thread, table, result = pending
         thread.join()
-        if result:
-            self.unwritten.append(table)
-            raise AlarmkitError(
-                f"journal {self.path or ':memory:'}: a batch of {len(table):,} events could not be written "
-                f"({result[0]}); earlier batches are in, this one (and any handed over with this call) is kept "
-                "in journal.unwritten as Arrow tables; "
-                "free disk space or pass another --db and run again"
-            ) from result[0]
+        if not result:
+            return None
+        self.unwritten.append(table)
+        return f"a batch of {len(table):,} events could not be written", result[0]
+
+    def _kept(self, what: str, cause: Any, way_out: str = "free disk space or pass another --db and run again") -> JournalWriteError:
+        n = sum(map(len, self.unwritten))
+        return JournalWriteError(
+            f"journal {self.path or ':memory:'}: {what} ({cause}); earlier batches are in, and nothing is lost: "
+            f"{n:,} events are kept in journal.unwritten ({len(self.unwritten)} batches; journal.unwritten_rows() "
+            f"lists them); {way_out}"
+        )
+
+    def unwritten_rows(self) -> list[tuple]:
+        """Every event kept in ``unwritten``, as tuples in ``EVENT_COLUMNS`` order (detail as JSON text)."""
+        out: list[tuple] = []
+        for batch in self.unwritten:
+            if isinstance(batch, pa.Table):
+                out.extend(zip(*(batch.column(c).to_pylist() for c in EVENT_COLUMNS)))
+            else:
+                out.extend(batch)
+        return out
 
     def events(self, run_id: int | None = None) -> pd.DataFrame:
         where = "" if run_id is None else f"WHERE run_id = {int(run_id)}"
@@ -215,6 +245,18 @@ class Journal:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _raw_rows(run_id: int | None, rows: list[tuple] | EventBatch) -> list[tuple]:
+    """A batch that cannot become Arrow, as plain rows in EVENT_COLUMNS order: nothing converted, nothing lost."""
+    if not isinstance(rows, EventBatch):
+        return [(run_id, *r) for r in rows]
+    namespaces, labels, d = rows.buffer.namespaces, rows.buffer.labels, rows.data
+    return [
+        (run_id, rows.seq0 + i // WIDTH, d[i], None if d[i + 1] is None else namespaces[d[i + 1]],
+         None if d[i + 1] is None else labels[d[i + 1]], *d[i + 2:i + WIDTH])
+        for i in range(0, len(d), WIDTH)
+    ]
 
 
 def _holder(err: Exception) -> str:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .errors import AlarmkitError
+from ._checks import MAX_MS, text, time_ms
+from .errors import AlarmkitError, InvalidValue
 
 __all__ = ["Latency", "Profile", "PROFILES", "get_profile"]
 
@@ -85,8 +86,8 @@ class Latency:
 
 
 def _nonneg(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise AlarmkitError(f"latency {name} must be a non-negative int of ms, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_MS:
+        raise AlarmkitError(f"latency {name} must be a non-negative int of ms (at most 2**53), got {v!r}")
     return v
 
 
@@ -120,10 +121,22 @@ class Profile:
     version: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("resident_ms", "waker_tick_ms"):
+        # every time a profile holds ends up on the clock, its name in the journal: refused here, not at a flush
+        text("profile names", self.name)
+        for name in ("retry_start_ms", "handler_limit_ms", "idle_evict_ms", "resident_ms", "waker_tick_ms"):
+            time_ms(f"profile {self.name!r} setting {name}", getattr(self, name),
+                    lo=1 if name in ("waker_tick_ms", "resident_ms") else 0)
+        for name, hi in (("retry_max_tries", MAX_MS), ("backoff_max_shift", 53)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise AlarmkitError(f"{name} must be a positive int of ms, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be an int in 0..{hi:,}, got {v!r}")
+        if self.retry_start_ms << self.backoff_max_shift > MAX_MS:
+            raise InvalidValue(
+                f"profile {self.name!r}: retry_start_ms << backoff_max_shift = {self.retry_start_ms << self.backoff_max_shift:,} "
+                "ms, past 2**53; lower one of them"
+            )
+        if not isinstance(self.jitter_factor, (int, float)) or not 0 <= self.jitter_factor <= 1:
+            raise InvalidValue(f"profile {self.name!r} setting jitter_factor must be a number in 0..1, got {self.jitter_factor!r}")
         if self.scheduler == "celld" and self.idle_evict_ms != self.resident_ms:
             # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
             # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)
