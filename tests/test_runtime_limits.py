@@ -356,7 +356,7 @@ def test_no_built_in_scenario_comes_near_the_budgets(monkeypatch):
 
     monkeypatch.setattr(Simulation, "__init__", tight)
     for name in SCENARIOS:
-        assert run_scenario(name, seed=1)["sim"].step_limit == 100
+        assert run_scenario(name, seed=1).sim.step_limit == 100
     assert len(SCENARIOS) == 18
 
 
