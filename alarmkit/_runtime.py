@@ -122,6 +122,7 @@ class Simulation:
         self.scheduler = factory(self)
         self.journal = journal
         self.run_id = None
+        self._ended = False
         self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
@@ -327,14 +328,20 @@ class Simulation:
         self.flush()
         return self.journal.events(self.run_id)
 
-    def close(self) -> None:
+    def close(self, complete: bool = True) -> None:
+        """Flush the journal and mark the run ended (``complete=False``: cut short by an error)."""
         self.flush()
+        if self.journal is not None and not self._ended:
+            from ._applied import run_record
+
+            self._ended = True
+            self.journal.end_run(self.run_id, complete, *run_record(self.faults))
 
     def __enter__(self) -> Simulation:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        self.close(complete=exc[0] is None)
 
 
 class Inspector:

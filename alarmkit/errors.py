@@ -9,6 +9,7 @@ __all__ = [
     "HandlerTimeout",
     "JournalLocked",
     "ScenarioError",
+    "PlanNotApplied",
 ]
 
 
@@ -34,3 +35,12 @@ class JournalLocked(AlarmkitError):
 
 class ScenarioError(AlarmkitError):
     """A scenario name or parameter that does not exist or is out of range."""
+
+
+class PlanNotApplied(AlarmkitError):
+    """``explore(strict=True)``: an entry of the fault plan injected nothing in any run.
+    ``exploration`` holds what was found anyway."""
+
+    def __init__(self, message: str, exploration: object = None) -> None:
+        super().__init__(message)
+        self.exploration = exploration

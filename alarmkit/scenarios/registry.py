@@ -73,8 +73,10 @@ def run_scenario(
     )
     try:
         summary = sc.fn(sim, **params)
-    finally:
-        sim.close()
+    except BaseException:
+        sim.close(complete=False)  # the run's row says it was cut short
+        raise
+    sim.close()
     return {"scenario": name, "seed": seed, "profile": sim.profile.name, "run_id": sim.run_id,
             **summarize(sim.events()), **summary, "sim": sim}
 
