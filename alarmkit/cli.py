@@ -91,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--db", default=None, help="journal file (DuckDB) to write every run to")
     ex.add_argument("--out", default=None,
                     help="folder for the Parquet result files (each call writes a new subfolder of it)")
-    ex.add_argument("--max-runs", type=_count, default=None, metavar="N",
-                    help="cap on runs; a deeper search stops before it starts (default 100000)")
+    ex.add_argument("--max-crash-runs", type=_count, default=None, metavar="N",
+                    help="cap on crash-point runs; a deeper search stops before it starts (default 100000)")
     ex.add_argument("--strict", action="store_true",
                     help="a fault plan entry that injected nothing in any run is an error (exit 2), not a warning")
     ex.add_argument("--json", action="store_true", help="print one JSON object")
@@ -124,20 +124,20 @@ def _count(text: str) -> int:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from .errors import PlanNotApplied
-    from .explore import MAX_RUNS, explore
+    from .explore import MAX_CRASH_RUNS, explore
     from .faults import FaultPlan
 
     faults = FaultPlan.load(args.faults) if args.faults else None
     if args.workers == 0:
         raise AlarmkitError("--workers must be at least 1")
-    if args.max_runs == 0:
-        raise AlarmkitError("--max-runs must be at least 1")
+    if args.max_crash_runs == 0:
+        raise AlarmkitError("--max-crash-runs must be at least 1")
     try:
         result = explore(
             args.scenario, faults=faults, seeds=args.seeds, depth=args.depth,
             crash_points=None if args.crash_points == "none" else args.crash_points,
             workers=args.workers, journal=args.db, out=args.out, progress=not args.json,
-            strict=args.strict, max_runs=args.max_runs or MAX_RUNS,
+            strict=args.strict, max_crash_runs=args.max_crash_runs or MAX_CRASH_RUNS,
         )
     except PlanNotApplied as err:  # strict: show what was found, then the error (exit 2)
         _print_exploration(err.exploration, args.json)

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
@@ -37,9 +40,9 @@ from ._space import FaultSpace
 from ._sweep import InProcess, RunResult, normalize_table, resolve_executor, run_one, run_specs, write_rows
 
 __all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_table", "shrink", "snippet",
-           "MAX_RUNS"]
+           "MAX_CRASH_RUNS"]
 
-MAX_RUNS = 100_000  # explore's default cap on runs (crash points and seeds): lease-ledger's depth 4 is ~48,000
+MAX_CRASH_RUNS = 100_000  # explore's default cap on crash-point runs: lease-ledger's depth 4 is ~48,000
 
 
 def explore(
@@ -61,7 +64,7 @@ def explore(
     modules: Iterable[str] = (),
     progress: bool = True,
     strict: bool = False,
-    max_runs: int = MAX_RUNS,
+    max_crash_runs: int = MAX_CRASH_RUNS,
     quiet: bool = True,
 ) -> Exploration:
     """Explore ``scenario`` under faults; see the module docstring.
@@ -74,8 +77,8 @@ def explore(
     Executor, or a Dask ``Client``. ``journal``: a Journal or a path: every run is written to it
     as its chunk finishes. ``out``: a folder; this call writes its Parquet result files into a new
     subfolder of it (``Exploration.out``; read back with ``results_table``). ``modules``: modules
-    the workers import to register your own scenarios. ``max_runs``: the cap on runs; a deeper
-    search than it allows stops before it starts, with an estimate. A plan entry that injected
+    the workers import to register your own scenarios. ``max_crash_runs``: the cap on crash-point
+    runs; a deeper search than it allows stops before it starts, with an estimate. A plan entry that injected
     nothing in any run is a warning (``Exploration.warnings``, in ``report()``); with ``strict``
     it raises ``PlanNotApplied`` (its ``exploration`` holds the result). Nothing is printed:
     ``print(result.report())`` shows every counterexample as a snippet (``quiet`` is ignored).
@@ -97,8 +100,8 @@ def explore(
             raise AlarmkitError(f"unknown invariant {bad[0]!r}; known: {sorted(INVARIANTS)}")
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise AlarmkitError(f"depth is how many crashes a crash-point run may stack (0 or more), got {depth!r}")
-    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
-        raise AlarmkitError(f"max_runs is the cap on runs (1 or more), got {max_runs!r}")
+    if isinstance(max_crash_runs, bool) or not isinstance(max_crash_runs, int) or max_crash_runs < 1:
+        raise AlarmkitError(f"max_crash_runs is the cap on crash-point runs (1 or more), got {max_crash_runs!r}")
     space, base = _faults(faults)
     seed_list = _seeds(seeds)
     tasks = _crash_tasks(crash_points)
@@ -123,12 +126,13 @@ def explore(
             for point in _points(domain.points, tasks):
                 seen.add(frozenset([point]))
                 specs.append(_crash_spec(len(specs) + 1, base, (point,), want_points=depth > 1))
-        _check_cap(len(specs), depth, len(seed_list), max_runs)
+        _check_cap(len(specs), depth, max_crash_runs)
         for seed in seed_list:
             plan = base if space is None else space.draw(seed, domain)
             specs.append({"idx": len(specs) + 1, "key": f"seed:{seed}", "kind": "random", "depth": 0, "seed": seed,
                           "plan": plan.to_dict(), "want_points": False})
-        results = [first] + _waves(ctx, specs, pool, width, progress, base, tasks, depth, seen, max_runs, sink.add)
+        results = [first] + _waves(ctx, specs, pool, width, progress, base, tasks, depth, seen, max_crash_runs,
+                                   sink.add)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"explore {scenario} interrupted: {sink.kept()}") from None
     finally:
@@ -145,17 +149,19 @@ def explore(
 
 
 def _waves(ctx: dict, specs: list[dict], pool: Any, width: int, progress: bool, base: FaultPlan,
-           tasks: tuple | None, depth: int, seen: set, max_runs: int, on_done: Any) -> list[RunResult]:
+           tasks: tuple | None, depth: int, seen: set, cap: int, on_done: Any) -> list[RunResult]:
     """Wave 1: single crashes and random runs; wave n: a crash after each crash of wave n - 1."""
     results: list[RunResult] = []
     idx = len(specs) + 1
     wave = 1
+    crashes = 0
     while specs:
-        if 1 + len(results) + len(specs) > max_runs:
+        crashes += sum(s["kind"] == "crash" for s in specs)
+        if crashes > cap:  # the estimate before wave 1 was too low: stop here, keep what is done
             raise AlarmkitError(
-                f"wave {wave} of the crash search would make {1 + len(results) + len(specs):,} runs, above the cap "
-                f"max_runs={max_runs:,}; the {1 + len(results):,} runs done are kept; lower the depth "
-                f"(now {depth}) or raise the cap (--max-runs, max_runs=)")
+                f"crash wave {wave} would bring the crash-point runs to {crashes:,}, above the cap "
+                f"max_crash_runs={cap:,}; the {1 + len(results):,} runs done are kept; lower the depth "
+                f"(now {depth}) or raise the cap (--max-crash-runs, max_crash_runs=)")
         done = run_specs(ctx, specs, pool, width, progress, wave, on_done)
         results += done
         specs = []
@@ -174,16 +180,22 @@ def _waves(ctx: dict, specs: list[dict], pool: Any, width: int, progress: bool, 
     return results
 
 
-def _check_cap(points: int, depth: int, seeds: int, max_runs: int) -> None:
-    """Refuse a search the cap cannot hold, before it starts. Each level of crashes has grown ~P/2
-    times the one before (P: crash points of the fault-free run; lease-ledger: 25, 362, 3,947)."""
-    growth = max(1.0, points / 2)
-    estimate = 1 + seeds + sum(points * growth ** (k - 1) for k in range(1, depth + 1)) if points else 1 + seeds
-    if estimate > max_runs:
+def _check_cap(points: int, depth: int, cap: int) -> None:
+    """Refuse a crash search the cap cannot hold, before it starts. Each level of crashes has grown
+    ~P/2 times the one before (P: crash points of the fault-free run; lease-ledger: 25, 362, 3,947)."""
+    growth, level, estimate = max(1.0, points / 2), float(points), 0.0
+    for _ in range(depth):
+        estimate += level
+        level *= growth
+        if estimate > 1e15:  # --depth 1000: past any machine, and past a float
+            break
+    if estimate > cap:
+        about = "more than 10^15" if estimate > 1e15 else f"about {estimate:,.0f}"
         raise AlarmkitError(
-            f"depth {depth} would make about {estimate:,.0f} runs ({points} crash points in the fault-free run, "
-            f"each level ~{growth:.0f}x the one before, plus {seeds:,} seeds), above the cap max_runs={max_runs:,}; "
-            f"lower the depth or raise the cap (--max-runs {_round_up(estimate)}, max_runs= in Python)")
+            f"depth {depth} would make {about} crash-point runs ({points} crash points in the "
+            f"fault-free run, each level ~{growth:.0f}x the one before), above the cap max_crash_runs={cap:,}; "
+            f"lower the depth or raise the cap (--max-crash-runs {_round_up(min(estimate, 1e15))}, max_crash_runs= in "
+            "Python)")
 
 
 def _round_up(n: float) -> int:
@@ -278,18 +290,20 @@ class _Sink:
         self.runs = 0
 
     def add(self, results: list[RunResult]) -> None:
-        self.runs += len(results)
         j = self.journal
         if j is None:
+            self.runs += len(results)
             return
-        for r in results:
-            row = r.row
-            run_id = j.start_run(self.scenario, self.profile, row["seed"], self.params, r.plan)
-            j.write_events(run_id, r.events or [])
-            j.end_run(run_id, complete=not row["error"], applied=json.loads(row["faults_applied"]),
-                      unapplied=json.loads(row["unapplied_why"]))
-            self.run_ids[row["idx"]] = run_id
-            r.events = None  # written: the journal holds them now, not this process's memory
+        with _interrupt_deferred():  # Ctrl-C waits for whole runs: none half in the journal
+            for r in results:
+                row = r.row
+                run_id = j.start_run(self.scenario, self.profile, row["seed"], self.params, r.plan)
+                j.write_events(run_id, r.events or [])
+                j.end_run(run_id, complete=not row["error"], applied=json.loads(row["faults_applied"]),
+                          unapplied=json.loads(row["unapplied_why"]))
+                self.run_ids[row["idx"]] = run_id
+                self.runs += 1
+                r.events = None  # written: the journal holds them now, not this process's memory
 
     def kept(self) -> str:
         where = []
@@ -305,6 +319,22 @@ class _Sink:
     def close(self) -> None:
         if self.own and self.journal is not None:
             self.journal.close()
+
+
+@contextmanager
+def _interrupt_deferred() -> Iterator[None]:
+    """Hold SIGINT until the block ends, then raise ``KeyboardInterrupt`` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _new_out_dir(out: Any, scenario: str) -> Path:
