@@ -242,3 +242,18 @@ def test_explore_prints_nothing_and_the_report_holds_the_snippet(capsys):
     ex = explore("lease-no-revival", seeds=5, depth=1, workers=1, progress=False)
     assert capsys.readouterr().out == ""
     assert ex.counterexamples and ex.counterexamples[0].snippet() in ex.report()
+
+
+def test_the_html_report_summary_says_which_entries_never_applied_and_an_unfinished_run(tmp_path):
+    from alarmkit import Simulation
+    from alarmkit.report import export_run
+
+    with Journal(tmp_path / "j.duckdb") as j:
+        run_scenario("lease-ledger", journal=j, faults=TYPO)
+        sim = Simulation(journal=j, scenario="never closed")
+        sim.log("fault", None, None, None, None, {"fault": "x"})
+        sim.flush()
+        html = export_run(j, 1, tmp_path / "r1.html").read_text(encoding="utf-8")
+        unfinished = export_run(j, 2, tmp_path / "r2.html").read_text(encoding="utf-8")
+    assert "fault plan applied" in html and TYPO_LINE.replace("'", "&#x27;") in html
+    assert "no: cut short by an error or a kill" in unfinished and "no: cut short" not in html
