@@ -34,7 +34,7 @@ def local_pool(width: int) -> ProcessPoolExecutor:
         if pool is not None and _shared["width"] == width and not _unusable(pool):
             return pool
         if pool is not None:
-            _stop(pool, terminate=False)
+            pool.shutdown(wait=True, cancel_futures=True)
         on_main = threading.current_thread() is threading.main_thread()
         pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_start, initargs=(os.getpid(), on_main))
@@ -45,11 +45,14 @@ def local_pool(width: int) -> ProcessPoolExecutor:
 
 
 def discard(pool: ProcessPoolExecutor) -> None:
-    """Stop ``pool`` at once (Ctrl-C, a broken pool): queued work is cancelled, workers terminated."""
+    """Give ``pool`` up without waiting (Ctrl-C, a broken pool): the chunks not started are
+    cancelled, the few running finish (a second or so) and their workers exit."""
     with _lock:
         if _shared.get("pool") is pool:
             _shared.clear()
-    _stop(pool, terminate=True)
+    # Not terminate(): a worker killed while the pool's feeder thread writes to it leaves that
+    # thread blocked for good, and the interpreter's exit waits on it (seen: Ctrl-C, then a hang)
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def shutdown() -> None:
@@ -58,7 +61,7 @@ def shutdown() -> None:
         pool = _shared.pop("pool", None)
         _shared.clear()
     if pool is not None:
-        _stop(pool, terminate=False)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 atexit.register(shutdown)
@@ -66,15 +69,6 @@ atexit.register(shutdown)
 
 def _unusable(pool: ProcessPoolExecutor) -> bool:
     return bool(getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", False))
-
-
-def _stop(pool: ProcessPoolExecutor, terminate: bool) -> None:
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    if terminate:
-        for p in procs:  # their chunks' results would be thrown away: stop spending the CPU now
-            if p.is_alive():
-                p.terminate()
-    pool.shutdown(wait=not terminate, cancel_futures=True)
 
 
 # -- in the worker -------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ class Sink:
             where.append(f"journal {self.journal.path or ':memory:'}{span}")
         if self.out is not None:
             where.append(str(self.out))
-        return f"{self.runs:,} finished runs kept" + (f" in {' and '.join(where)}" if where else "") + \
+        return f"{self.runs:,} finished run{'' if self.runs == 1 else 's'} kept" + (f" in {' and '.join(where)}" if where else "") + \
             "; queued runs cancelled"
 
     def close(self) -> None:

@@ -188,11 +188,11 @@ def test_ctrl_c_cancels_the_queue_keeps_what_finished_prints_one_line_and_exits_
     workers = _descendants(proc.pid)
     proc.send_signal(signal.SIGINT)
     try:
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail("explore did not stop within 60 s of Ctrl-C")
-    assert proc.returncode == 130
+        pytest.fail(f"explore did not stop within 120 s of Ctrl-C: {proc.communicate()}")
+    assert proc.returncode == 130, err[-3000:]
     lines = [ln for ln in err.splitlines() if ln.strip() and not re.match(r"^lease-ledger wave \d+: ", ln)]  # tqdm
     assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
     assert lines[0].startswith("alarmkit: explore lease-ledger interrupted: ") and "finished runs kept in journal" \
