@@ -75,6 +75,7 @@ class Simulation:
         self.scheduler = self._make_scheduler()
         self.journal = journal
         self.run_id = None
+        self._ended = False
         self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
@@ -365,10 +366,21 @@ class Simulation:
         self.flush()
         return self.journal.events(self.run_id)
 
-    def close(self) -> None:
-        """Flush; raises ``JournalWriteError`` if any event of this run could not be written (the
-        journal keeps them in ``journal.unwritten``)."""
-        self.flush()
+    def close(self, complete: bool = True) -> None:
+        """Flush the journal and mark the run ended (``complete=False``: cut short by an error).
+        Raises ``JournalWriteError`` if any event of this run could not be written (the journal
+        keeps them in ``journal.unwritten``); the run is then marked incomplete."""
+        try:
+            self.flush()
+        except JournalWriteError:
+            self._write_failed = True
+            raise
+        finally:
+            if self.journal is not None and not self._ended:
+                from ._applied import run_record
+
+                self._ended = True
+                self.journal.end_run(self.run_id, complete and not self._write_failed, *run_record(self.faults))
         if self._write_failed:
             raise self.journal._kept(f"run {self.run_id} is incomplete: a batch could not be written during it", "warned then")
 
@@ -376,7 +388,7 @@ class Simulation:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        self.close(complete=exc[0] is None)
 
 
 _new_tuple = tuple.__new__

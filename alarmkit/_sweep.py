@@ -8,14 +8,15 @@ of the ``modules`` it is told to import) is imported there.
 
 from __future__ import annotations
 
-import gc
 import importlib
+import json
 import math
 import os
 from concurrent.futures import Executor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -34,6 +35,8 @@ TABLE_COLUMNS = {
     "first_violation": "object", "obligations": "int64", "done": "int64", "lost": "int64", "stuck": "int64",
     "duplicates": "int64", "extra_effects": "int64", "max_late_ms": "Int64", "events": "int64",
     "end_ms": "int64", "error": "object",
+    # faults injected per plan entry ({"crashes[0]": 1, ...}), how many entries injected nothing, and why
+    "faults_applied": "object", "unapplied": "int64", "unapplied_why": "object",
 }
 
 
@@ -50,6 +53,7 @@ class SweepRun:
 
 def run_one(ctx: dict, spec: dict) -> SweepRun:
     """Run one simulation of ``ctx["scenario"]`` under ``spec["plan"]`` and check it."""
+    from ._applied import unapplied
     from ._runtime import Simulation
     from .invariants import DEFAULT_GRACE_MS, check_run, final_alarms
     from .scenarios import get_scenario
@@ -75,6 +79,8 @@ def run_one(ctx: dict, spec: dict) -> SweepRun:
     row["first_violation"] = report.violations[0].message if report.violations else ""
     row["events"] = len(rows)
     row["end_ms"] = sim.now
+    why = unapplied(plan)
+    row.update(faults_applied=json.dumps(plan.applied()), unapplied=len(why), unapplied_why=json.dumps(why))
     result.violations = [v.to_dict() for v in report.violations]
     result.duplicates = report.duplicates
     if ctx.get("want_events"):
@@ -164,37 +170,36 @@ class InProcess:
         return "<in-process>"
 
 
-def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, bool, int]:
-    """``(executor, owned, width)``; ``owned`` executors are shut down by the caller."""
+def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, int]:
+    """``(executor, width)``. None is the session's local pool (``alarmkit._pool``), kept for the
+    next call; any other executor is the caller's to shut down."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise AlarmkitError(f"workers must be an int >= 1, got {workers!r}")
     if executor is None:
         n = workers or os.cpu_count() or 1
         if n == 1:
-            return InProcess(), False, 1
-        from concurrent.futures import ProcessPoolExecutor
+            return InProcess(), 1
+        from ._pool import local_pool
 
-        # the platform's default start method: fork on Linux (no __main__ guard needed, fast start);
-        # a parent busy with other threads can pass its own spawn-based pool as ``executor``.
-        # A forked worker first freezes what it inherited: garbage the parent had not collected yet
-        # (a finished Simulation's Journal, its DuckDB connection) must not be finalized in a child,
-        # where DuckDB's threads do not exist (a full test run segfaulted there, in the GC).
-        return ProcessPoolExecutor(n, initializer=gc.freeze), True, n
+        return local_pool(n), n
     if executor == "serial":
-        return InProcess(), False, 1
+        return InProcess(), 1
     if hasattr(executor, "get_executor") and hasattr(executor, "ncores"):  # a dask.distributed Client
         width = max(1, sum(executor.ncores().values()))
-        return executor.get_executor(pure=False), False, width
+        return executor.get_executor(pure=False), width
     if isinstance(executor, Executor):
-        return executor, False, workers or getattr(executor, "_max_workers", None) or os.cpu_count() or 1
+        return executor, workers or getattr(executor, "_max_workers", None) or os.cpu_count() or 1
     raise AlarmkitError(
         f"executor must be None (a local process pool), 'serial', a concurrent.futures.Executor or a "
         f"dask.distributed Client, got {executor!r}"
     )
 
 
-def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress: bool, wave: int) -> list[SweepRun]:
-    """Run ``specs`` on ``executor`` in chunks; results in no particular order."""
+def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress: bool, wave: int,
+              on_done: Callable[[list[SweepRun]], None] = lambda results: None) -> list[SweepRun]:
+    """Run ``specs`` on ``executor`` in chunks; results in no particular order. ``on_done`` gets
+    each chunk's results as it finishes. On Ctrl-C (or any error) the chunks not started are
+    cancelled, and a local pool's workers are stopped, before the exception goes on."""
     from tqdm.auto import tqdm
 
     if not specs:
@@ -207,11 +212,35 @@ def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress:
               leave=False) as bar:
         if isinstance(executor, InProcess):
             for job in jobs:
-                out += run_chunk(job)
+                done = run_chunk(job)
+                on_done(done)
+                out += done
                 bar.update(len(job["specs"]))
             return out
         futures = {executor.submit(run_chunk, job): job for job in jobs}
-        for fut in as_completed(futures):
-            out += fut.result()
-            bar.update(len(futures[fut]["specs"]))
+        try:
+            for fut in as_completed(futures):
+                done = fut.result()
+                on_done(done)
+                out += done
+                bar.update(len(futures[fut]["specs"]))
+        except BrokenProcessPool as err:
+            _stop(executor, futures)
+            raise AlarmkitError(
+                f"a worker process of the pool died ({err}); in a script, call explore() under "
+                "`if __name__ == \"__main__\":` (each worker imports the script), or pass workers=1 "
+                "to run in this process"
+            ) from None
+        except BaseException:
+            _stop(executor, futures)
+            raise
     return out
+
+
+def _stop(executor: Any, futures: dict) -> None:
+    for fut in futures:
+        fut.cancel()  # only the chunks not started yet; running ones finish (or die with the pool)
+    from . import _pool
+
+    if executor is _pool._shared.get("pool"):
+        _pool.discard(executor)

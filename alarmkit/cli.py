@@ -89,7 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="which tasks' awaits to crash at; default all")
     ex.add_argument("--workers", type=_count, default=None, help="local processes; default: one per core")
     ex.add_argument("--db", default=None, help="journal file (DuckDB) to write every run to")
-    ex.add_argument("--out", default=None, help="folder for the Parquet result files")
+    ex.add_argument("--out", default=None,
+                    help="folder for the Parquet result files (each call writes a new subfolder of it)")
+    ex.add_argument("--max-crash-runs", type=_count, default=None, metavar="N",
+                    help="cap on crash-point runs; a deeper search stops before it starts (default 100000)")
+    ex.add_argument("--strict", action="store_true",
+                    help="a fault plan entry that injected nothing in any run is an error (exit 2), not a warning")
     ex.add_argument("--json", action="store_true", help="print one JSON object")
     ex.set_defaults(fn=cmd_explore)
 
@@ -118,22 +123,38 @@ def _count(text: str) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from .explore import explore
+    from .errors import PlanNotApplied
+    from .explore import MAX_CRASH_RUNS, explore
     from .faults import FaultPlan
 
     faults = FaultPlan.load(args.faults) if args.faults else None
     if args.workers == 0:
         raise AlarmkitError("--workers must be at least 1")
-    result = explore(
-        args.scenario, faults=faults, seeds=args.seeds, depth=args.depth,
-        crash_points=None if args.crash_points == "none" else args.crash_points,
-        workers=args.workers, journal=args.db, out=args.out, progress=not args.json, quiet=True,
-    )
-    if args.json:
+    if args.max_crash_runs == 0:
+        raise AlarmkitError("--max-crash-runs must be at least 1")
+    try:
+        result = explore(
+            args.scenario, faults=faults, seeds=args.seeds, depth=args.depth,
+            crash_points=None if args.crash_points == "none" else args.crash_points,
+            workers=args.workers, journal=args.db, out=args.out, progress=not args.json,
+            strict=args.strict, max_crash_runs=args.max_crash_runs or MAX_CRASH_RUNS,
+        )
+    except PlanNotApplied as err:  # strict: show what was found, then the error (exit 2)
+        _print_exploration(err.exploration, args.json)
+        raise
+    _print_exploration(result, args.json)
+    return 0
+
+
+def _print_exploration(result, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(result.to_dict(), default=str))
     else:
-        print(result.report())
-    return 0
+        print(result.report())  # the counterexamples as snippets, the warnings
+        if result.out is not None:
+            print(f"results: {result.out}")
+    for w in result.warnings:
+        print(f"alarmkit: warning: {w}", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -220,6 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AlarmkitError as err:
         print(f"alarmkit: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
+        print(f"alarmkit: {err or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

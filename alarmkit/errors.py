@@ -23,6 +23,7 @@ __all__ = [
     "AlarmTimeError",
     "RunawayError",
     "JournalWriteError",
+    "PlanNotApplied",
 ]
 
 
@@ -108,3 +109,12 @@ class RunawayError(AlarmkitError):
 class JournalWriteError(AlarmkitError):
     """A batch of events could not be written to the journal; every event of it is kept in
     ``journal.unwritten`` (``journal.unwritten_rows()`` lists them)."""
+
+
+class PlanNotApplied(AlarmkitError):
+    """``explore(strict=True)``: an entry of the fault plan injected nothing in any run.
+    ``exploration`` holds what was found anyway."""
+
+    def __init__(self, message: str, exploration: object = None) -> None:
+        super().__init__(message)
+        self.exploration = exploration

@@ -11,129 +11,33 @@
 checks every run with ``alarmkit.invariants``, shrinks each kind of failure to a minimal plan
 and seed, and returns an ``Exploration``: the result table (a DataFrame, one row per run), the
 counterexamples (each prints as a Python snippet that reproduces it), and the duplicates.
-Runs go to any ``concurrent.futures.Executor`` (a local process pool by default, or Dask).
+Runs go to any ``concurrent.futures.Executor`` (by default a local pool of spawned processes,
+kept for the session: ``alarmkit._pool``; or Dask). The journal and the output folder are opened
+before the first run and every chunk of runs is written as it finishes, so Ctrl-C keeps them.
 """
 
 from __future__ import annotations
 
+import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 import pandas as pd
 
-from .errors import AlarmkitError
+from .errors import AlarmkitError, PlanNotApplied
 from .faults import FaultPlan
 from .invariants import INVARIANTS
+from ._findings import Counterexample, Exploration, plan_warnings
 from ._shrink import shrink, snippet
+from ._sink import Sink
 from ._space import FaultSpace
-from ._sweep import SweepRun, normalize_table, resolve_executor, run_one, run_specs, write_rows
+from ._sweep import InProcess, SweepRun, normalize_table, resolve_executor, run_one, run_specs, write_rows
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ._replay import Comparison
-    from .scenarios import RunResult
+__all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_table", "shrink", "snippet",
+           "MAX_CRASH_RUNS"]
 
-__all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_table", "shrink", "snippet"]
-
-
-@dataclass
-class Counterexample:
-    """A minimal fault plan and seed under which ``scenario`` violates ``invariant``."""
-
-    scenario: str
-    invariant: str
-    object: str | None
-    message: str
-    plan: FaultPlan
-    seed: int
-    params: dict = field(default_factory=dict)
-    profile: str | None = None
-    found_in: str = ""  # the run key it was shrunk from
-    shrink_runs: int = 0
-
-    def snippet(self) -> str:
-        return snippet(self.scenario, self.plan, self.seed, self.params, self.profile)
-
-    def replay(self, journal: Any = None, scenario: str | None = None) -> RunResult:
-        """Run this counterexample again into ``journal`` (a ``RunResult``); ``scenario``: run another
-        scenario (e.g. the correct variant) under the same seed and plan."""
-        from ._replay import replay
-
-        return replay(self, journal, scenario)
-
-    def compare(self, correct: str, journal: Any = None, labels: tuple[str, str] | None = None) -> Comparison:
-        """Replay this and the ``correct`` scenario under the same plan: ``.bad``, ``.good``,
-        ``.check()`` (of the bad run) and ``.figure(kinds=..., window=..., title=...)``."""
-        from ._replay import compare_with
-
-        return compare_with(self, correct, journal, labels)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "invariant": self.invariant, "object": self.object,
-                "message": self.message, "faults": self.plan.to_dict(), "seed": self.seed,
-                "found_in": self.found_in, "snippet": self.snippet()}
-
-    def __str__(self) -> str:
-        return f"{self.invariant} on {self.object}: {self.message}\n{self.snippet()}"
-
-
-@dataclass
-class Exploration:
-    """What ``explore`` found: ``table`` (one row per run), ``counterexamples``, ``duplicates``."""
-
-    scenario: str
-    table: pd.DataFrame
-    counterexamples: list[Counterexample]
-    duplicates: pd.DataFrame
-    wall_s: float
-    out: Path | None = None
-
-    @property
-    def ok(self) -> bool:
-        """No violation and no run that raised."""
-        t = self.table
-        return not self.counterexamples and int(t["violations"].sum()) == 0 and not (t["error"] != "").any()
-
-    @property
-    def runs(self) -> int:
-        return len(self.table)
-
-    def report(self) -> str:
-        t = self.table
-        bad = int((t["violations"] > 0).sum())
-        lines = [f"{self.scenario}: {len(t)} runs ({', '.join(f'{n} {k}' for k, n in t['kind'].value_counts().sort_index().items())})"
-                 f" in {self.wall_s:.1f} s; {bad} with violations; {int(t['stuck'].gt(0).sum())} with stuck work"]
-        if not self.counterexamples:
-            lines.append("no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, under these faults")
-        for cx in self.counterexamples:
-            lines += ["", f"{cx.invariant} on {cx.object} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
-                      f"  {cx.message}", "", cx.snippet()]
-        errors = t[t["error"] != ""]
-        if len(errors):
-            lines += ["", f"{len(errors)} run(s) raised out of the scenario, e.g. {errors['key'].iloc[0]}: "
-                          f"{errors['error'].iloc[0]}"]
-        if len(self.duplicates):
-            d = self.duplicates
-            lines += ["", f"duplicates (at-least-once, not failures): {len(d)} key(s) ran more than once in "
-                          f"{int(t['duplicates'].gt(0).sum())} runs, at most {int(d['max_count'].max())} times"]
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        t = self.table
-        return {
-            "scenario": self.scenario,
-            "runs": int(len(t)),
-            "runs_with_violations": int((t["violations"] > 0).sum()),
-            "runs_with_stuck_work": int(t["stuck"].gt(0).sum()),
-            "violations": [cx.to_dict() for cx in self.counterexamples],
-            "errors": [{"key": k, "error": e} for k, e in zip(t["key"], t["error"]) if e][:20],
-            "duplicates": self.duplicates.to_dict(orient="records"),
-            "wall_s": round(self.wall_s, 3),
-        }
-
-    def __repr__(self) -> str:
-        return f"<Exploration {self.scenario}: {self.runs} runs, {len(self.counterexamples)} counterexample(s)>"
+MAX_CRASH_RUNS = 100_000  # explore's default cap on crash-point runs: lease-ledger's depth 4 is ~48,000
 
 
 def explore(
@@ -154,18 +58,27 @@ def explore(
     max_counterexamples: int = 8,
     modules: Iterable[str] = (),
     progress: bool = True,
-    quiet: bool = False,
+    strict: bool = False,
+    max_crash_runs: int = MAX_CRASH_RUNS,
+    quiet: bool = True,
 ) -> Exploration:
     """Explore ``scenario`` under faults; see the module docstring.
 
     ``faults``: a ``FaultSpace`` (random plans; the default space when None) or a ``FaultPlan``
     (the same plan under every seed, and the base of every crash-point run). ``seeds``: how many
     random runs (seeds 0..N-1) or which seeds. ``crash_points``: "all" tasks, "alarm" only, a
-    list of task names, or None for no crash search. ``executor``: None (a process pool of
-    ``workers``; in this process when ``workers == 1``), "serial", any Executor, or a Dask
-    ``Client``. ``journal``: a Journal or a path: every run is written to it. ``out``: a folder
-    for Parquet result files (read back with DuckDB). ``modules``: modules the workers import
-    to register your own scenarios. Unless ``quiet``, each counterexample is printed as a snippet.
+    list of task names, or None for no crash search. ``executor``: None (the session's local pool
+    of ``workers`` spawned processes; in this process when ``workers == 1``), "serial", any
+    Executor, or a Dask ``Client``. ``journal``: a Journal or a path: every run is written to it
+    as its chunk finishes. ``out``: a folder; this call writes its Parquet result files into a new
+    subfolder of it (``Exploration.out``; read back with ``results_table``). ``modules``: modules
+    the workers import to register your own scenarios. ``max_crash_runs``: the cap on crash-point
+    runs; a deeper search than it allows stops before it starts, with an estimate. A plan entry that injected
+    nothing in any run is a warning (``Exploration.warnings``, in ``report()``); with ``strict``
+    it raises ``PlanNotApplied`` (its ``exploration`` holds the result). Nothing is printed:
+    ``print(result.report())`` shows every counterexample as a snippet (``quiet`` is ignored).
+
+    Ctrl-C cancels the queued runs and raises ``KeyboardInterrupt`` saying what was kept.
     """
     from .scenarios import get_scenario
 
@@ -180,57 +93,69 @@ def explore(
             raise AlarmkitError(f"unknown invariant {bad[0]!r}; known: {sorted(INVARIANTS)}")
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise AlarmkitError(f"depth is how many crashes a crash-point run may stack (0 or more), got {depth!r}")
+    if isinstance(max_crash_runs, bool) or not isinstance(max_crash_runs, int) or max_crash_runs < 1:
+        raise AlarmkitError(f"max_crash_runs is the cap on crash-point runs (1 or more), got {max_crash_runs!r}")
     space, base = _faults(faults)
     seed_list = _seeds(seeds)
     tasks = _crash_tasks(crash_points)
+    pool, width = resolve_executor(executor, workers)  # a local pool starts its workers now
+    if not isinstance(pool, InProcess):
+        _check_importable(sc, modules)
+    sink = Sink(journal, out, scenario, profile or sc.profile, params)  # both checked before any run
     ctx = {"scenario": scenario, "params": params, "profile": profile, "invariants": invariants,
-           "modules": list(modules), "want_events": journal is not None, "out": str(out) if out else None}
-    out_dir = _prepare_out(out)
-
-    # the fault-free run (under the base plan): what exists to break
-    first = run_one(ctx, {"idx": 0, "key": "baseline", "kind": "baseline", "depth": 0, "seed": 0,
-                          "plan": base.to_dict(), "want_points": True})
-    domain = first.domain
-    if out_dir is not None:
-        write_rows(out_dir / "runs-00-baseline.parquet", [first.row])
-    results: list[SweepRun] = [first]
-    specs: list[dict] = []
-    idx = 1
-    seen: set[frozenset] = set()
-    if tasks is not None and depth > 0:
-        for point in _points(domain.points, tasks):
-            seen.add(frozenset([point]))
-            specs.append(_crash_spec(idx, base, (point,), want_points=depth > 1))
-            idx += 1
-    for seed in seed_list:
-        plan = base if space is None else space.draw(seed, domain)
-        specs.append({"idx": idx, "key": f"seed:{seed}", "kind": "random", "depth": 0, "seed": seed,
-                      "plan": plan.to_dict(), "want_points": False})
-        idx += 1
-    pool, owned, width = resolve_executor(executor, workers)
+           "modules": list(modules), "want_events": sink.journal is not None,
+           "out": str(sink.out) if sink.out else None}
     try:
-        results += _waves(ctx, specs, pool, width, progress, base, tasks, depth, seen, idx)
+        # the fault-free run (under the base plan): what exists to break
+        first = run_one(ctx, {"idx": 0, "key": "baseline", "kind": "baseline", "depth": 0, "seed": 0,
+                              "plan": base.to_dict(), "want_points": True})
+        if sink.out is not None:
+            write_rows(sink.out / "runs-00-baseline.parquet", [first.row])
+        sink.add([first])
+        domain = first.domain
+        specs: list[dict] = []
+        seen: set[frozenset] = set()
+        if tasks is not None and depth > 0:
+            for point in _points(domain.points, tasks):
+                seen.add(frozenset([point]))
+                specs.append(_crash_spec(len(specs) + 1, base, (point,), want_points=depth > 1))
+        _check_cap(len(specs), depth, max_crash_runs)
+        for seed in seed_list:
+            plan = base if space is None else space.draw(seed, domain)
+            specs.append({"idx": len(specs) + 1, "key": f"seed:{seed}", "kind": "random", "depth": 0, "seed": seed,
+                          "plan": plan.to_dict(), "want_points": False})
+        results = [first] + _waves(ctx, specs, pool, width, progress, base, tasks, depth, seen, max_crash_runs,
+                                   sink.add)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"explore {scenario} interrupted: {sink.kept()}") from None
     finally:
-        if owned:
-            pool.shutdown()
+        sink.close()
     results.sort(key=lambda r: r.row["idx"])
-    run_ids = _write_journal(journal, scenario, profile or sc.profile, params, results)
-    table = _table(results, run_ids, out_dir)
+    table = _table(results, sink.run_ids, sink.out)
     counterexamples = _counterexamples(ctx, results, shrink_budget, max_counterexamples)
-    found = Exploration(scenario, table, counterexamples, _duplicates(results), time.perf_counter() - started, out_dir)
-    if not quiet:
-        for cx in counterexamples:
-            print(f"# {cx.invariant} on {cx.object}: {cx.message}\n{cx.snippet()}\n")
+    found = Exploration(scenario, table, counterexamples, _duplicates(results), time.perf_counter() - started,
+                        sink.out, plan_warnings(base, table))
+    if strict and found.warnings:
+        raise PlanNotApplied(f"{found.warnings[0]} (strict: a plan entry that never applied is an error; "
+                             "fix the plan, or drop --strict to see it as a warning)", found)
     return found
 
 
 def _waves(ctx: dict, specs: list[dict], pool: Any, width: int, progress: bool, base: FaultPlan,
-           tasks: tuple | None, depth: int, seen: set, idx: int) -> list[SweepRun]:
+           tasks: tuple | None, depth: int, seen: set, cap: int, on_done: Any) -> list[SweepRun]:
     """Wave 1: single crashes and random runs; wave n: a crash after each crash of wave n - 1."""
     results: list[SweepRun] = []
+    idx = len(specs) + 1
     wave = 1
+    crashes = 0
     while specs:
-        done = run_specs(ctx, specs, pool, width, progress, wave)
+        crashes += sum(s["kind"] == "crash" for s in specs)
+        if crashes > cap:  # the estimate before wave 1 was too low: stop here, keep what is done
+            raise AlarmkitError(
+                f"crash wave {wave} would bring the crash-point runs to {crashes:,}, above the cap "
+                f"max_crash_runs={cap:,}; the {1 + len(results):,} runs done are kept; lower the depth "
+                f"(now {depth}) or raise the cap (--max-crash-runs, max_crash_runs=)")
+        done = run_specs(ctx, specs, pool, width, progress, wave, on_done)
         results += done
         specs = []
         if wave < depth and tasks is not None:
@@ -246,6 +171,39 @@ def _waves(ctx: dict, specs: list[dict], pool: Any, width: int, progress: bool, 
                         idx += 1
         wave += 1
     return results
+
+
+def _check_cap(points: int, depth: int, cap: int) -> None:
+    """Refuse a crash search the cap cannot hold, before it starts. Each level of crashes has grown
+    ~P/2 times the one before (P: crash points of the fault-free run; lease-ledger: 25, 362, 3,947)."""
+    growth, level, estimate = max(1.0, points / 2), float(points), 0.0
+    for _ in range(depth):
+        estimate += level
+        level *= growth
+        if estimate > 1e15:  # --depth 1000: past any machine, and past a float
+            break
+    if estimate > cap:
+        about = "more than 10^15" if estimate > 1e15 else f"about {estimate:,.0f}"
+        raise AlarmkitError(
+            f"depth {depth} would make {about} crash-point runs ({points} crash points in the "
+            f"fault-free run, each level ~{growth:.0f}x the one before), above the cap max_crash_runs={cap:,}; "
+            f"lower the depth or raise the cap (--max-crash-runs {_round_up(min(estimate, 1e15))}, max_crash_runs= in "
+            "Python)")
+
+
+def _round_up(n: float) -> int:
+    step = 10 ** max(0, len(str(int(n))) - 2)
+    return int(-(-n // step) * step)
+
+
+def _check_importable(sc: Any, modules: Iterable[str]) -> None:
+    """A scenario defined in a notebook lives in ``__main__``, which pool workers cannot import."""
+    main = sys.modules.get("__main__")
+    if getattr(sc.fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None) and not modules:
+        raise AlarmkitError(
+            f"scenario {sc.name!r} is defined in this notebook (module __main__), which the pool's worker "
+            "processes cannot import: pass workers=1 to run here, or move it into a module and pass "
+            "modules=['that_module']")
 
 
 # -- crash points ---------------------------------------------------------------------------------
@@ -310,44 +268,15 @@ def _seeds(seeds: Any) -> list[int]:
     return out
 
 
-def _prepare_out(out: Any) -> Path | None:
-    if out is None:
-        return None
-    path = Path(out)
-    path.mkdir(parents=True, exist_ok=True)
-    for stale in path.glob("runs-*.parquet"):  # only our own files from an earlier exploration
-        stale.unlink()
-    return path
-
-
 # -- results --------------------------------------------------------------------------------------
 
 
-def _write_journal(journal: Any, scenario: str, profile: str, params: dict, results: list[SweepRun]) -> list:
-    if journal is None:
-        return [None] * len(results)
-    from .journal import Journal
-
-    own = not isinstance(journal, Journal)
-    j = Journal(journal) if own else journal
-    try:
-        ids = []
-        for r in results:
-            run_id = j.start_run(scenario, profile, r.row["seed"], params, r.plan)
-            j.write_events(run_id, r.events or [])
-            ids.append(run_id)
-        return ids
-    finally:
-        if own:
-            j.close()
-
-
-def _table(results: list[SweepRun], run_ids: list, out_dir: Path | None) -> pd.DataFrame:
+def _table(results: list[SweepRun], run_ids: dict, out_dir: Path | None) -> pd.DataFrame:
     if out_dir is not None:
         df = results_table(out_dir)  # what the workers wrote, read back by DuckDB as one table
     else:
         df = normalize_table(pd.DataFrame([r.row for r in results]).sort_values("idx", kind="stable"))
-    df["run_id"] = pd.array(run_ids, dtype="Int64")
+    df["run_id"] = pd.array([run_ids.get(i) for i in df["idx"]], dtype="Int64")
     return df
 
 
@@ -398,6 +327,9 @@ def results_table(out: str | Path) -> pd.DataFrame:
     import duckdb
 
     pattern = str(Path(out) / "runs-*.parquet")
+    if not any(Path(out).glob("runs-*.parquet")):
+        raise AlarmkitError(f"no runs-*.parquet in {str(out)!r}; each exploration writes into its own subfolder "
+                            "of out= (its Exploration.out, printed by the CLI as 'results:')")
     con = duckdb.connect()
     try:
         return normalize_table(con.execute(f"SELECT * FROM read_parquet({pattern!r}) ORDER BY idx").df())

@@ -210,7 +210,11 @@ class FaultPlan(Faults):
         st = self._state
         st.clear()
         st.update(sim=sim, calls={}, ordinals={}, counts={}, successes={}, points=[],
-                  crash=_crash_index(self.crashes))
+                  crash=_crash_index(self.crashes), applied={}, fires=0)
+        # attempt numbers -> entry indices: one dict look-up per attempt, however long the list
+        for name in ("handler_throws", "uncounted", "duplicates"):
+            value = getattr(self, name)
+            st[name] = {} if isinstance(value, str) else _index(value)
         kernel = sim.kernel
         for ev in self.evictions:
             kernel.call_at(max(ev.at_ms, kernel.now), self._evict, sim, ev)
@@ -228,21 +232,38 @@ class FaultPlan(Faults):
     def _log(self, host: Host | None, detail: dict) -> None:
         self._state["sim"].log("fault", host, None, None, None, detail)
 
+    def _applied(self, name: str, indices: Any) -> None:
+        """Count one fault injected by entry ``name[i]`` for each ``i`` (equal entries share it)."""
+        applied = self._state["applied"]
+        for key in [name] if indices is None else [f"{name}[{i}]" for i in indices]:
+            applied[key] = applied.get(key, 0) + 1
+
+    def applied(self) -> dict[str, int]:
+        """How many faults each entry of the plan injected in the last run: ``{"crashes[0]": 1, ...}``,
+        every entry listed (0 for one that never matched); see ``alarmkit.faults.unapplied``."""
+        from ._applied import entries
+
+        counts = {**self._state.get("applied", {}), "latency": self._state.get("fires", 0)}
+        return {key: counts.get(key, 0) for key in entries(self)}
+
     def _evict(self, sim: Simulation, ev: Evict) -> None:
         for host in sim.hosts():
             if host.instance is not None and (ev.object is None or host.label == ev.object):
                 self._log(host, {"fault": "evict", "at_ms": ev.at_ms})
+                self._applied("evictions", [i for i, e in enumerate(self.evictions) if e is ev])
                 host.evict("injected")
 
     def _restart(self, sim: Simulation, rs: Restart) -> None:
         if sim.down:
             return  # already down: nothing to inject
         self._log(None, {"fault": "restart", "at_ms": rs.at_ms, "downtime_ms": rs.downtime_ms})
+        self._applied("restarts", [i for i, r in enumerate(self.restarts) if r is rs])
         sim.restart(rs.downtime_ms)
 
     def fire_latency(self, host: Host, latency: Latency, rng) -> int:
         if self.latency is None:
             return latency.sample(rng)
+        self._state["fires"] += 1  # the plan's latency drew this fire's delay: the entry applied
         late = self.latency.sample(rng)
         if late > _usual_max(latency):
             self._log(host, {"fault": "late_fire", "late_ms": late})
@@ -251,11 +272,15 @@ class FaultPlan(Faults):
     def before_alarm(self, host: Host, invocation: int, retry_count: int) -> None:
         if not self._mine(host):
             return
-        if self.handler_throws == "always" or invocation in self.handler_throws:
+        st = self._state
+        if self.handler_throws == "always" or invocation in st["handler_throws"]:
             self._log(host, {"fault": "handler_throws", "attempt": invocation})
+            self._applied("handler_throws", st["handler_throws"].get(invocation))  # None: "always"
             raise InjectedError(f"injected: alarm() attempt {invocation} throws")
-        if invocation in self.uncounted:
+        hit = st["uncounted"].get(invocation)
+        if hit is not None:
             self._log(host, {"fault": "uncounted", "attempt": invocation})
+            self._applied("uncounted", hit)
             raise UncountedFailure(f"injected: alarm() attempt {invocation} failed, not the worker's fault")
 
     def crash_at_suspend(self, host: Host, task: Task) -> bool:
@@ -271,9 +296,12 @@ class FaultPlan(Faults):
             inv = st["ordinals"].get(task, 0)
         st["points"].append((host.label, name, inv, k, st["sim"].kernel.now))
         crash = st["crash"]
-        if crash and ((host.label, name, inv, k) in crash or (None, name, inv, k) in crash):
-            self._log(host, {"fault": "crash", "task": name, "invocation": inv, "at_await": k})
-            return True
+        if crash:
+            hit = crash.get((host.label, name, inv, k), ()) + crash.get((None, name, inv, k), ())
+            if hit:
+                self._log(host, {"fault": "crash", "task": name, "invocation": inv, "at_await": k})
+                self._applied("crashes", hit)
+                return True
         return False
 
     def _effect_call(self, host: Host, name: str) -> int:
@@ -283,44 +311,57 @@ class FaultPlan(Faults):
         return calls[key]
 
     def before_effect(self, host: Host, name: str, key: Any) -> None:
+        n = self._effect_call(host, name)  # every object's calls: the names seen explain a plan that missed
         if not self._mine(host):
             return
-        n = self._effect_call(host, name)
-        for et in self.effect_throws:
+        for i, et in enumerate(self.effect_throws):
             if et.when == "before" and et.effect == name and n <= et.times:
                 self._log(host, {"fault": "effect_throws", "effect": name, "key": key, "call": n, "when": "before"})
+                self._applied("effect_throws", (i,))
                 raise InjectedError(f"injected: effect {name}({key!r}) failed before it happened (call {n})")
 
     def after_effect(self, host: Host, name: str, key: Any) -> str | None:
         if not self._mine(host):
             return None
         n = self._state["calls"].get((host.label, name), 0)
-        for ec in self.crash_after_effect:
+        for i, ec in enumerate(self.crash_after_effect):
             if ec.effect == name and ec.call == n:
                 self._log(host, {"fault": "crash_after_effect", "effect": name, "key": key, "call": n})
+                self._applied("crash_after_effect", (i,))
                 return "crash"
-        for et in self.effect_throws:
+        for i, et in enumerate(self.effect_throws):
             if et.when == "after" and et.effect == name and n <= et.times:
                 self._log(host, {"fault": "effect_throws", "effect": name, "key": key, "call": n, "when": "after"})
+                self._applied("effect_throws", (i,))
                 return "throw"
         return None
 
     def after_success(self, host: Host, scheduled_ms: int) -> None:
-        if not self._mine(host):
-            return
         succ = self._state["successes"]
         n = succ[host.label] = succ.get(host.label, 0) + 1
-        if n in self.duplicates:
+        if not self._mine(host):
+            return
+        hit = self._state["duplicates"].get(n)
+        if hit is not None:
             # "In rare cases, alarms may fire more than once": the cleared alarm comes back once
             self._log(host, {"fault": "duplicate", "success": n, "scheduled_ms": scheduled_ms})
+            self._applied("duplicates", hit)
             host.platform_arm(scheduled_ms, "duplicate")
 
 
 _FIELDS = [f.name for f in dataclasses.fields(FaultPlan) if f.init]
 
 
-def _crash_index(crashes: tuple[Crash, ...]) -> frozenset:
-    return frozenset((c.object, c.task, c.invocation, c.at_await) for c in crashes)
+def _crash_index(crashes: tuple[Crash, ...]) -> dict[tuple, tuple[int, ...]]:
+    """(object, task, invocation, await) -> the indices of the crash entries naming that point."""
+    return _index((c.object, c.task, c.invocation, c.at_await) for c in crashes)
+
+
+def _index(values: Any) -> dict[Any, tuple[int, ...]]:
+    out: dict[Any, tuple[int, ...]] = {}
+    for i, v in enumerate(values):
+        out[v] = out.get(v, ()) + (i,)
+    return out
 
 
 def _usual_max(latency: Latency) -> int:

@@ -43,6 +43,12 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id INTEGER PRIMARY KEY, scenario TEXT, profile TEXT, seed BIGINT,
     params TEXT, faults TEXT, started_at TIMESTAMP
 );
+-- a run killed part-way keeps complete = false and ended_at NULL; journals from before these
+-- columns get them here (their runs read as not known to be complete)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS complete BOOLEAN DEFAULT false;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS ended_at TIMESTAMP;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS faults_applied TEXT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS faults_unapplied TEXT;
 CREATE TABLE IF NOT EXISTS events (
     run_id INTEGER, seq BIGINT, t_ms BIGINT, namespace TEXT, object_id TEXT, kind TEXT,
     scheduled_ms BIGINT, prev_scheduled_ms BIGINT, retry_count INTEGER, detail TEXT
@@ -136,11 +142,23 @@ class Journal:
     def start_run(self, scenario: str, profile: str, seed: int, params: dict, faults: dict | None = None) -> int:
         run_id = self.con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()[0]
         self.con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO runs (run_id, scenario, profile, seed, params, faults, started_at, complete) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, false)",
             [run_id, scenario, profile, seed, json.dumps(params, default=str), _dump(faults),
              datetime.now(timezone.utc).replace(tzinfo=None)],
         )
         return run_id
+
+    def end_run(self, run_id: int, complete: bool = True, applied: dict | None = None,
+                unapplied: dict | None = None) -> None:
+        """Mark a run as ended (``complete``: it ran to its end, not cut short by an error) and
+        record how many faults each plan entry injected (``applied``) and why some did not."""
+        self.con.execute(
+            "UPDATE runs SET complete = ?, ended_at = ?, faults_applied = ?, faults_unapplied = ? WHERE run_id = ?",
+            [bool(complete), datetime.now(timezone.utc).replace(tzinfo=None),
+             None if applied is None else _dump(applied), None if unapplied is None else _dump(unapplied),
+             int(run_id)],
+        )
 
     def write_events(self, run_id: int | None, rows: list[EventRow] | EventBatch) -> None:
         """Append one batch: a simulation's buffered events, or ``EventRow`` values.

@@ -128,6 +128,12 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         rows.append(("duplicate effects", f"{len(dups):,}: {text}", True))
     if n("crash") + n("fault") + n("restart"):
         rows.append(("crashes, faults, restarts", f"{n('crash')}, {n('fault')}, {n('restart')}", False))
+    from ._applied import journal_summary  # plan entries that injected nothing, from the runs row
+
+    if journal_summary(run):
+        rows.append(("fault plan applied", journal_summary(run), True))
+    if "complete" in run and not run["complete"]:
+        rows.append(("complete", "no: cut short by an error or a kill (or journaled before runs were marked)", True))
     if violations is not None:
         found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
         rows.append(("violations", "\n".join(found) if found else "none", bool(found)))

@@ -61,7 +61,7 @@ def reference(path: Optional[str | Path] = None) -> Calibration:
     journal = Journal()
     journal.con.register("runs_df", runs)
     journal.con.register("events_df", events)
-    journal.con.execute("INSERT INTO runs SELECT * FROM runs_df")
+    journal.con.execute("INSERT INTO runs BY NAME SELECT * FROM runs_df")  # older files lack later columns
     journal.con.execute("INSERT INTO events SELECT * FROM events_df")
     journal.con.unregister("runs_df")
     journal.con.unregister("events_df")
@@ -79,7 +79,7 @@ def write_reference(cal: Calibration, path: Optional[str | Path] = None) -> Path
         j = Journal(staged)
         for table in ("runs", "events"):
             df = cal.journal.con.execute(f"SELECT * FROM {table}").df()  # noqa: F841 - read by name below
-            j.con.execute(f"INSERT INTO {table} SELECT * FROM df")
+            j.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM df")
         save(cal, j)
         j.close()
         # DuckDB's default 256 KB blocks would make this ~100 KB of data a 2 MB file

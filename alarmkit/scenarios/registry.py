@@ -136,8 +136,10 @@ def run_scenario(
     )
     try:
         summary = dict(sc.fn(sim, **params) or {})
-    finally:
-        sim.close()
+    except BaseException:
+        sim.close(complete=False)  # the run's row says it was cut short
+        raise
+    sim.close()
     counts = summarize(sim.events())
     return RunResult(
         scenario=name, seed=seed, profile=sim.profile.name, run_id=sim.run_id, params={**sc.params, **params},
