@@ -12,6 +12,7 @@ its parent dies, even killed with SIGKILL: Linux's parent-death signal, and a wa
 from __future__ import annotations
 
 import atexit
+import importlib
 import multiprocessing
 import os
 import signal
@@ -26,9 +27,10 @@ _shared: dict = {}  # "pool": the ProcessPoolExecutor, "width": its worker count
 _WATCH_S = 0.5  # how often a worker checks that its parent is alive (the fallback to PDEATHSIG)
 
 
-def local_pool(width: int) -> ProcessPoolExecutor:
+def local_pool(width: int, preload: tuple[str, ...] = ()) -> ProcessPoolExecutor:
     """The session's pool of ``width`` spawned workers: the running one if it fits and is healthy,
-    else a new one (its workers start now, in the background, while the caller goes on)."""
+    else a new one (its workers start now, in the background, while the caller goes on, and
+    import the ``preload`` modules: the caller names them, so this module depends on nothing)."""
     with _lock:
         pool = _shared.get("pool")
         if pool is not None and _shared["width"] == width and not _unusable(pool):
@@ -37,7 +39,7 @@ def local_pool(width: int) -> ProcessPoolExecutor:
             pool.shutdown(wait=True, cancel_futures=True)
         on_main = threading.current_thread() is threading.main_thread()
         pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_worker_start, initargs=(os.getpid(), on_main))
+                                   initializer=_worker_start, initargs=(os.getpid(), on_main, tuple(preload)))
         for _ in range(width):  # start every worker now: their imports overlap the caller's own work
             pool.submit(int)
         _shared.update(pool=pool, width=width)
@@ -74,7 +76,7 @@ def _unusable(pool: ProcessPoolExecutor) -> bool:
 # -- in the worker -------------------------------------------------------------------------------
 
 
-def _worker_start(parent: int, pdeathsig: bool) -> None:
+def _worker_start(parent: int, pdeathsig: bool, preload: tuple[str, ...] = ()) -> None:
     """Runs first in each worker: die with the parent, leave Ctrl-C to it, import alarmkit now."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if pdeathsig and sys.platform.startswith("linux"):
@@ -88,8 +90,8 @@ def _worker_start(parent: int, pdeathsig: bool) -> None:
     if os.getppid() != parent:  # the parent died before we could ask to die with it
         os._exit(1)
     threading.Thread(target=_watch, args=(parent,), name="alarmkit-parent-watch", daemon=True).start()
-    import alarmkit.scenarios  # noqa: F401  (registers the built-in scenarios)
-    import alarmkit._sweep  # noqa: F401
+    for module in preload:  # e.g. alarmkit.scenarios (registers the built-in scenarios), alarmkit._sweep
+        importlib.import_module(module)
 
 
 def _watch(parent: int) -> None:

@@ -181,7 +181,7 @@ def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, int]:
             return InProcess(), 1
         from ._pool import local_pool
 
-        return local_pool(n), n
+        return local_pool(n, preload=("alarmkit.scenarios", __name__)), n
     if executor == "serial":
         return InProcess(), 1
     if hasattr(executor, "get_executor") and hasattr(executor, "ncores"):  # a dask.distributed Client
