@@ -10,7 +10,6 @@ import argparse
 import json
 import shutil
 import sys
-from pathlib import Path
 
 from ..errors import AlarmkitError
 from .workerd import DEFAULT_VERSION, WorkerdError, find_workerd, install_workerd, installed_version
@@ -59,21 +58,31 @@ def install_only() -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from .compare import calibrate, recheck
+    from .._paths import output_file
+    from ..report import is_report
+    from .compare import calibrate, probe_names, recheck
     from .recorded import reference, write_reference
 
     if args.install_only:
         return install_only()
     if args.parallel < 1:
         raise AlarmkitError(f"--parallel must be at least 1, got {args.parallel}")
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        raise AlarmkitError(f"folder {Path(args.out).parent} does not exist; create it or pass another --out path")
+    if args.out is not None:  # checked before minutes of probes, not after
+        output_file(args.out, "--out", replaceable=is_report, what="report")
+    if args.names:
+        probe_names(args.long, args.names)  # an unknown --probe is a usage error (exit 2), with or without workerd
 
     def say(msg: str) -> None:
         print(f"[calibrate] {msg}", file=sys.stderr, flush=True)
 
     if args.reference is not None:
         recorded = reference(args.reference or None)
+        if args.names:  # compare only the probes asked for; each must be in the recording
+            missing = [n for n in args.names if n not in recorded.observed]
+            if missing:
+                raise AlarmkitError(f"probe(s) {missing} are not in the recorded run {args.reference or 'committed'}; "
+                                    f"it holds {list(recorded.observed)}")
+            recorded.observed = {n: r for n, r in recorded.observed.items() if n in args.names}
         say(f"comparing today's simulator with the run recorded on {recorded.workerd} at {recorded.created_at}")
         cal = recheck(recorded)
     else:

@@ -67,6 +67,8 @@ def run_scenario(
     unknown = sorted(set(params) - set(sc.params))
     if unknown:
         raise ScenarioError(f"scenario {name!r} has no parameter(s) {unknown}; it takes {sorted(sc.params)}")
+    for key, value in params.items():
+        check_param(name, key, value, sc.params[key])
     sim = Simulation(
         profile=profile or sc.profile, seed=seed, journal=journal, scenario=name,
         params={**sc.params, **params}, faults=faults,
@@ -77,6 +79,69 @@ def run_scenario(
         sim.close()
     return {"scenario": name, "seed": seed, "profile": sim.profile.name, "run_id": sim.run_id,
             **summarize(sim.events()), **summary, "sim": sim}
+
+
+def _shape(default: Any) -> str:
+    """What a parameter takes, read from its default: 'int', 'bool', 'number', 'text', 'int or null',
+    'list of int', '[int, text, int]' (a fixed tuple) or 'any'."""
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "number"
+    if isinstance(default, str):
+        return "text"
+    if default is None:  # every None default of the built-in scenarios is an optional time or count
+        return "int or null"
+    if isinstance(default, (list, tuple)) and default:
+        shapes = [_shape(d) for d in default]
+        if len(set(shapes)) == 1:
+            return f"list of {shapes[0]}"
+        return "[" + ", ".join(shapes) + "]"
+    return "any"
+
+
+def _fits(value: Any, shape: str) -> bool:
+    if shape == "any":
+        return True
+    if shape == "bool":
+        return isinstance(value, bool)
+    if shape == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if shape == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf")
+    if shape == "text":
+        return isinstance(value, str)
+    if shape == "int or null":
+        return value is None or _fits(value, "int")
+    if not isinstance(value, (list, tuple)):
+        return False
+    if shape.startswith("list of "):
+        return all(_fits(v, shape[len("list of "):]) for v in value)
+    parts = _split(shape[1:-1])
+    return len(value) == len(parts) and all(_fits(v, s) for v, s in zip(value, parts))
+
+
+def _split(inner: str) -> list[str]:
+    """'int, [int, text], text' -> ['int', '[int, text]', 'text'] (commas at depth 0 only)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            out.append(inner[start:i].strip())
+            start = i + 1
+    out.append(inner[start:].strip())
+    return out
+
+
+def check_param(scenario: str, key: str, value: Any, default: Any) -> None:
+    """Refuse a parameter value whose shape differs from its default's (a list of ints for ``ttls``...)."""
+    shape = _shape(default)
+    if not _fits(value, shape):
+        raise ScenarioError(f"scenario {scenario!r}: parameter {key} takes {shape} (default {json.dumps(default)}), "
+                            f"got {value!r}; e.g. --set '{key}={json.dumps(default)}'")
 
 
 def summarize(events) -> dict:
