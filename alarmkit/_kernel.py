@@ -184,9 +184,10 @@ class Kernel:
     """Virtual clock + timer heap + microtask queue + one seeded random source."""
 
     def __init__(self, seed: int = 0) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
-            # random.Random(-n) is random.Random(n), and a journal keeps seeds as BIGINT
-            raise AlarmkitError(f"seed must be an int in 0..2**63-1 ({SEED_MAX}), got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise AlarmkitError(f"seed must be an int, got {seed!r}")
+        if not 0 <= seed <= SEED_MAX:  # random.Random(-n) is random.Random(n); journals keep seeds as BIGINT
+            raise AlarmkitError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {seed}")
         self.now: int = 0
         self.seed = seed
         self.rng = random.Random(seed)

@@ -94,8 +94,9 @@ def check_name(path: str, value: Any) -> str | None:
 
 
 def _int(path: str, value: Any, lo: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise FaultPlanError(f"fault plan field {path!r} must be an int >= {lo} ({what}), got {value!r}")
+    # 2**53: times and counts are JavaScript's safe integers; beyond, a run fails later and far away
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= 2**53:
+        raise FaultPlanError(f"fault plan field {path!r} must be an int >= {lo} and <= 2**53 ({what}), got {value!r}")
     return value
 
 

@@ -163,8 +163,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .scenarios import run_scenario
+    from .scenarios.registry import check_params, run_scenario
 
+    check_params(args.scenario, dict(args.params))  # before the journal file is made
     journal = _open_journal(args.db)
     try:
         result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **dict(args.params))
@@ -218,8 +219,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .report import export_run, is_report
 
     if not Path(args.db).is_file():
-        raise AlarmkitError(f"no journal file {args.db}; write one with `alarmkit demo --db {args.db}` or `alarmkit run ... --db`")
-    target = output_file(args.out or f"run-{args.run_id}.html", "--out", replaceable=is_report, what="report")
+        raise AlarmkitError(f"no journal file {args.db!r}; write one with `alarmkit demo --db FILE` or `alarmkit run ... --db FILE`")
+    out = f"run-{args.run_id}.html" if args.out is None else args.out
+    target = output_file(out, "--out", replaceable=is_report, what="report")
     journal = Journal(args.db, read_only=True)  # a reader: works on a read-only file and beside other readers
     try:
         out = export_run(journal, args.run_id, target)
@@ -239,7 +241,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _open_journal(path: str | None):
     from .journal import Journal
 
-    return Journal(path) if path else None
+    return None if path is None else Journal(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

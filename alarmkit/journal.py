@@ -101,6 +101,8 @@ class Journal:
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise AlarmkitError(f"batch_size must be a positive int of events, got {batch_size!r}")
+        if isinstance(path, str) and not path:  # Path("") would be the current folder
+            raise AlarmkitError("the journal path is empty; pass a file path, e.g. --db journal.duckdb")
         self.path = None if path in (None, ":memory:") else Path(path)
         self.read_only = bool(read_only)
         self.batch_size = batch_size
@@ -125,8 +127,10 @@ class Journal:
         p = self.path
         if p is None:
             return duckdb.connect(":memory:")
-        if str(p) == "":
-            raise AlarmkitError("the journal path is empty; pass a file path, e.g. --db journal.duckdb")
+        try:
+            str(p).encode("utf-8")
+        except UnicodeEncodeError:  # DuckDB takes only UTF-8 paths (bytes from a non-UTF-8 command line)
+            raise AlarmkitError(f"journal path {str(p)!r} is not valid UTF-8 text; pass another path") from None
         if p.is_dir():
             raise AlarmkitError(f"journal path {str(p)!r} is a folder; pass a file path, e.g. --db {p / 'journal.duckdb'}")
         if self.read_only and not p.exists():

@@ -10,6 +10,7 @@ import argparse
 import json
 import shutil
 import sys
+from pathlib import Path
 
 from ..errors import AlarmkitError
 from .workerd import DEFAULT_VERSION, WorkerdError, find_workerd, install_workerd, installed_version
@@ -57,6 +58,32 @@ def install_only() -> int:
     return 0
 
 
+def _is_calibration(path: Path) -> bool:
+    """A DuckDB file holding a recorded calibration (its ``calibration_meta`` table): replaceable."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        return bool(con.execute("SELECT count(*) FROM information_schema.tables "
+                                "WHERE table_name = 'calibration_meta'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _check_journal(db: str) -> None:
+    """Refuse a --db that is not a journal (or is held) before minutes of probes, not after."""
+    from .._paths import output_file
+    from ..journal import Journal
+
+    if Path(db).exists() or db == "":
+        Journal(db).close()  # refuses a folder, a non-journal, a held file; an existing journal is kept
+    else:
+        output_file(db, "--db")
+
+
 def run_command(args: argparse.Namespace) -> int:
     from .._paths import output_file
     from ..report import is_report
@@ -71,6 +98,10 @@ def run_command(args: argparse.Namespace) -> int:
         output_file(args.out, "--out", replaceable=is_report, what="report")
     if args.names:
         probe_names(args.long, args.names)  # an unknown --probe is a usage error (exit 2), with or without workerd
+    if args.record_reference:
+        output_file(args.record_reference, "--record-reference", replaceable=_is_calibration, what="calibration")
+    if args.db is not None and args.reference is None:
+        _check_journal(args.db)
 
     def say(msg: str) -> None:
         print(f"[calibrate] {msg}", file=sys.stderr, flush=True)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..errors import ScenarioError
 
-__all__ = ["Scenario", "SCENARIOS", "scenario", "run_scenario", "list_scenarios"]
+__all__ = ["Scenario", "SCENARIOS", "scenario", "run_scenario", "list_scenarios", "check_params"]
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,7 @@ def run_scenario(
     """Run a named scenario; return its summary with ``attempts``, ``effects`` and ``events``."""
     from .._runtime import Simulation
 
-    sc = get_scenario(name)
-    unknown = sorted(set(params) - set(sc.params))
-    if unknown:
-        raise ScenarioError(f"scenario {name!r} has no parameter(s) {unknown}; it takes {sorted(sc.params)}")
-    for key, value in params.items():
-        check_param(name, key, value, sc.params[key])
+    sc = check_params(name, params)
     sim = Simulation(
         profile=profile or sc.profile, seed=seed, journal=journal, scenario=name,
         params={**sc.params, **params}, faults=faults,
@@ -83,7 +78,7 @@ def run_scenario(
 
 def _shape(default: Any) -> str:
     """What a parameter takes, read from its default: 'int', 'bool', 'number', 'text', 'int or null',
-    'list of int', '[int, text, int]' (a fixed tuple) or 'any'."""
+    'list of int', '[int, text, int]' (a fixed tuple) or 'any'. Numbers lie in -2**53..2**53."""
     if isinstance(default, bool):
         return "bool"
     if isinstance(default, int):
@@ -107,10 +102,10 @@ def _fits(value: Any, shape: str) -> bool:
         return True
     if shape == "bool":
         return isinstance(value, bool)
-    if shape == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
+    if shape == "int":  # times and counts: JavaScript's safe integers, as everywhere in alarmkit
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= 2**53
     if shape == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf")
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
     if shape == "text":
         return isinstance(value, str)
     if shape == "int or null":
@@ -136,12 +131,26 @@ def _split(inner: str) -> list[str]:
     return out
 
 
-def check_param(scenario: str, key: str, value: Any, default: Any) -> None:
-    """Refuse a parameter value whose shape differs from its default's (a list of ints for ``ttls``...)."""
-    shape = _shape(default)
-    if not _fits(value, shape):
-        raise ScenarioError(f"scenario {scenario!r}: parameter {key} takes {shape} (default {json.dumps(default)}), "
-                            f"got {value!r}; e.g. --set '{key}={json.dumps(default)}'")
+def check_params(name: str, params: dict[str, Any]) -> Scenario:
+    """The scenario ``name``, once every parameter in ``params`` is one it takes, shaped like its
+    default (a list of ints for ``ttls``...); raises ``ScenarioError`` naming the first that is not."""
+    sc = get_scenario(name)
+    unknown = sorted(set(params) - set(sc.params))
+    if unknown:
+        raise ScenarioError(f"scenario {name!r} has no parameter(s) {unknown}; it takes {sorted(sc.params)}")
+    for key, value in params.items():
+        shape = _shape(sc.params[key])
+        if not _fits(value, shape):
+            default = json.dumps(sc.params[key])
+            bounds = " in -2**53..2**53" if "int" in shape or "number" in shape else ""
+            example = f"; e.g. --set '{key}={default}'" if len(default) <= 60 else ""
+            raise ScenarioError(f"scenario {name!r}: parameter {key} takes {shape}{bounds} (default {_short(default)}), "
+                                f"got {_short(repr(value))}{example}")
+    return sc
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def summarize(events) -> dict:
