@@ -165,10 +165,20 @@ def cmd_explore(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .scenarios.registry import check_params, run_scenario
 
-    check_params(args.scenario, dict(args.params))  # before the journal file is made
+    params = dict(args.params)
+    check_params(args.scenario, params)  # before the journal file is made
     journal = _open_journal(args.db)
     try:
-        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **dict(args.params))
+        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **params)
+    except (TypeError, ValueError, ArithmeticError) as err:
+        if not params:
+            raise  # the built-in scenario with its own defaults failing is a bug: keep the traceback
+        # a value of the right shape can still be out of what the scenario can do (ttl=0 arms an
+        # alarm at time 0, which workerd refuses): name the values set, not a traceback
+        given = ", ".join(f"{k}={json.dumps(v)}" for k, v in params.items())
+        raise AlarmkitError(f"scenario {args.scenario!r} with {given} failed: {type(err).__name__}: {err}; "
+                            "the value is outside what the scenario can run (`alarmkit list --json` shows "
+                            "its defaults)") from None
     finally:
         if journal is not None:
             journal.close()

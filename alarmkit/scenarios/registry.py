@@ -78,7 +78,8 @@ def run_scenario(
 
 def _shape(default: Any) -> str:
     """What a parameter takes, read from its default: 'int', 'bool', 'number', 'text', 'int or null',
-    'list of int', '[int, text, int]' (a fixed tuple) or 'any'. Numbers lie in -2**53..2**53."""
+    'list of int', '[int, text, int]' (a fixed tuple) or 'any'. Numbers are times and counts, in
+    0..2**53; text is valid Unicode (no lone surrogates)."""
     if isinstance(default, bool):
         return "bool"
     if isinstance(default, int):
@@ -103,11 +104,11 @@ def _fits(value: Any, shape: str) -> bool:
     if shape == "bool":
         return isinstance(value, bool)
     if shape == "int":  # times and counts: JavaScript's safe integers, as everywhere in alarmkit
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= 2**53
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53
     if shape == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 2**53
     if shape == "text":
-        return isinstance(value, str)
+        return isinstance(value, str) and _valid_text(value)
     if shape == "int or null":
         return value is None or _fits(value, "int")
     if not isinstance(value, (list, tuple)):
@@ -116,6 +117,14 @@ def _fits(value: Any, shape: str) -> bool:
         return all(_fits(v, shape[len("list of "):]) for v in value)
     parts = _split(shape[1:-1])
     return len(value) == len(parts) and all(_fits(v, s) for v, s in zip(value, parts))
+
+
+def _valid_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")  # a lone surrogate ("\ud800") is not text any journal can hold
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _split(inner: str) -> list[str]:
@@ -142,7 +151,7 @@ def check_params(name: str, params: dict[str, Any]) -> Scenario:
         shape = _shape(sc.params[key])
         if not _fits(value, shape):
             default = json.dumps(sc.params[key])
-            bounds = " in -2**53..2**53" if "int" in shape or "number" in shape else ""
+            bounds = " in 0..2**53" if "int" in shape or "number" in shape else ""
             example = f"; e.g. --set '{key}={default}'" if len(default) <= 60 else ""
             raise ScenarioError(f"scenario {name!r}: parameter {key} takes {shape}{bounds} (default {_short(default)}), "
                                 f"got {_short(repr(value))}{example}")
