@@ -125,3 +125,16 @@ def test_the_console_script_is_this_checkout():
     # the tests above run the venv's console script; it must import the code under test
     p = alarmkit("demo", "--help")
     assert p.returncode == 0 and "--fresh" in p.stdout
+
+
+def test_a_report_from_before_the_generator_tag_is_still_alarmkits_to_replace(tmp_path, journal):
+    old = tmp_path / "old.html"  # the head every alarmkit report had before the generator tag
+    old.write_text('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+                   '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'">\n</head></html>\n')
+    p = alarmkit("export", "--db", str(journal), "--run", "1", "--out", str(old))
+    assert p.returncode == 0, p.stderr
+    assert '<meta name="generator" content="alarmkit">' in old.read_text()[:200]
+    lookalike = tmp_path / "page.html"  # the same doctype without alarmkit's CSP line is a user's page
+    lookalike.write_text('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n<title>mine</title>\n')
+    refused(alarmkit("export", "--db", str(journal), "--run", "1", "--out", str(lookalike)),
+            "page.html' exists and was not written by alarmkit")
