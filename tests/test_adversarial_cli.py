@@ -25,7 +25,7 @@ def journal(tmp_path_factory):
     (["run", "lease-normal", "--db", ""], "the journal path is empty; pass a file path"),
     (["calibrate", "--probe", "", "--reference"], "unknown probe(s) ['']"),
     # numbers a scenario cannot run: refused where they enter, or named with the values set
-    (["run", "lease-exhaustion", "--set", "ttl=-5"], "parameter ttl takes int in 0..2**53 (default 1000), got -5"),
+    (["run", "lease-exhaustion", "--set", "ttl=-5"], "ttl=-5 does not fit: parameter ttl takes int in 0..2**53 (default 1000)"),
     (["run", "lease-normal", "--set", "ttls=Infinity"], "Infinity is not a value alarmkit takes"),
     (["run", "lease-normal", "--set", "ttls=[100, -Infinity]"], "-Infinity is not a value alarmkit takes"),
     (["run", "lease-normal", "--set", "ttls=[1e400]"], "parameter ttls takes list of int in 0..2**53"),
@@ -34,7 +34,7 @@ def journal(tmp_path_factory):
     (["run", "lease-ledger", "--set", "status_every_ms=0"],
      "scenario 'lease-ledger' with status_every_ms=0 failed: ValueError: range() arg 3 must not be zero"),
     # text that is not text
-    (["run", "lease-ledger", "--set", 'grants=[[0, "\\ud800", 5]]'], "parameter grants takes list of [int, text, int]"),
+    (["run", "lease-ledger", "--set", 'grants=[[0, "\\ud800", 5]]'], "grants=[[0, \"\\ud800\", 5]] does not fit: parameter grants takes list of [int, text, int]"),
     (["run", "lease-normal", "--db", SURROGATE_PATH], "is not valid UTF-8 text; pass another path"),
     # huge text
     (["run", "lease-normal", "--set", "ttls=[" + "1," * 50_000], "--set ttls: '[1,1,1,1,"),

@@ -204,7 +204,7 @@ def test_seed_outside_0_to_2_63_is_refused_before_anything_is_written(tmp_path):
 
 @pytest.mark.parametrize("value, fragment", [
     ("ttls=[100,900", "--set ttls: '[100,900' is not valid JSON (Expecting ',' delimiter, column 9)"),
-    ("ttls=abc", "parameter ttls takes list of int in 0..2**53 (default [300, 1500]), got 'abc'"),
+    ("ttls=abc", "scenario 'lease-normal': ttls=\"abc\" does not fit: parameter ttls takes list of int in 0..2**53 (default [300, 1500])"),
     ("ttls=[1.5]", "parameter ttls takes list of int"),
     ("ttls=[true]", "parameter ttls takes list of int"),
     ("ttls=[NaN]", "NaN is not a value alarmkit takes"),

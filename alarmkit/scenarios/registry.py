@@ -152,9 +152,9 @@ def check_params(name: str, params: dict[str, Any]) -> Scenario:
         if not _fits(value, shape):
             default = json.dumps(sc.params[key])
             bounds = " in 0..2**53" if "int" in shape or "number" in shape else ""
-            example = f"; e.g. --set '{key}={default}'" if len(default) <= 60 else ""
-            raise ScenarioError(f"scenario {name!r}: parameter {key} takes {shape}{bounds} (default {_short(default)}), "
-                                f"got {_short(repr(value))}{example}")
+            given = json.dumps(value, default=repr)
+            raise ScenarioError(f"scenario {name!r}: {key}={_short(given)} does not fit: parameter {key} takes "
+                                f"{shape}{bounds} (default {_short(default)})")
     return sc
 
 
