@@ -18,7 +18,9 @@ from ._budget import NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, check_limit, over_step
 from ._checks import MAX_MS, time_ms
 from .errors import AlarmkitError, InternalError, InvalidValue, RunawayError
 
-__all__ = ["Kernel", "Future", "Ready", "Task"]
+__all__ = ["Kernel", "Future", "Ready", "Task", "SEED_MAX"]
+
+SEED_MAX = 2**63 - 1
 
 _PENDING = object()
 _COMPACT_MIN = 1024
@@ -200,6 +202,8 @@ class Kernel:
     def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise AlarmkitError(f"seed must be an int, got {seed!r}")
+        if not 0 <= seed <= SEED_MAX:  # random.Random(-n) is random.Random(n); journals keep seeds as BIGINT
+            raise AlarmkitError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {seed}")
         self.step_limit = check_limit("step_limit", step_limit)
         self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
         self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-from .errors import AlarmkitError
+from .errors import AlarmkitError, InternalError
 
 __all__ = ["main", "build_parser"]
 
@@ -24,10 +24,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _seed(text: str) -> int:
+    from ._kernel import SEED_MAX
+
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"seed must be an integer, got {text[:40]!r}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {text[:40]}")
+    return value
 
 
 def _run_id(text: str) -> int:
@@ -42,9 +47,18 @@ def _param(text: str) -> tuple[str, Any]:
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"parameters look like name=value, got {text!r}")
     try:
-        return key, json.loads(value)  # numbers, lists, true/false; never eval
-    except json.JSONDecodeError:
-        return key, value
+        return key, json.loads(value, parse_constant=_no_constant)  # numbers, lists, true/false; never eval
+    except json.JSONDecodeError as err:
+        if value[:1] in ("[", "{", '"', "-", ".") or value[:1].isdigit():  # meant as JSON, and broken
+            raise argparse.ArgumentTypeError(
+                f"--set {key}: {value[:60]!r} is not valid JSON ({err.msg}, column {err.colno}); "
+                f"lists look like --set '{key}=[100, 900]'") from None
+        return key, value  # a bare word is text: --set outage=restart
+
+
+def _no_constant(name: str) -> None:
+    raise argparse.ArgumentTypeError(f"{name} is not a value alarmkit takes; parameters are finite numbers, "
+                                     "text, true/false, null or lists of them")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,13 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_list)
 
-    demo = sub.add_parser("demo", help="run every built-in scenario into one journal and write one HTML report each")
-    demo.add_argument("--db", default="journal.duckdb")
-    demo.add_argument("--out", default="reports", help="folder for the HTML reports")
+    demo = sub.add_parser(
+        "demo", help="run every built-in scenario into one journal and write one HTML report each",
+        description="Run every built-in scenario into one journal and write one HTML report each. "
+                    "An existing journal keeps its runs: the demo appends new ones (--fresh empties it first). "
+                    "A --db file that is not an alarmkit journal, or that another process holds open, is "
+                    "refused and left untouched. In --out the demo writes <scenario>.html, replacing only "
+                    "reports alarmkit wrote; it deletes nothing.")
+    demo.add_argument("--db", default="journal.duckdb", help="journal file (DuckDB); default journal.duckdb")
+    demo.add_argument("--fresh", action="store_true",
+                      help="empty the journal's runs and events first (only an alarmkit journal; nothing else)")
+    demo.add_argument("--out", default="reports", help="folder for the HTML reports; default reports")
     demo.add_argument("--seed", type=_seed, default=1)
     demo.set_defaults(fn=cmd_demo)
 
-    export = sub.add_parser("export", help="write one run of a journal as a self-contained HTML report")
+    export = sub.add_parser("export", help="write one run of a journal as a self-contained HTML report",
+                            description="Write one run of a journal as a self-contained HTML report. The journal "
+                                        "is only read (a read-only file works, and so does one a notebook has "
+                                        "open read-only). An existing --out file is replaced only if it is an "
+                                        "alarmkit report.")
     export.add_argument("--db", required=True, help="journal file (DuckDB), e.g. journal.duckdb")
     export.add_argument("--run", dest="run_id", type=_run_id, required=True, help="a run id from the journal")
     export.add_argument("--out", default=None, help="HTML file to write; default: run-<ID>.html")
@@ -158,11 +184,22 @@ def _print_exploration(result, as_json: bool) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .scenarios import run_scenario
+    from .scenarios.registry import check_params, run_scenario
 
+    params = dict(args.params)
+    check_params(args.scenario, params)  # before the journal file is made
     journal = _open_journal(args.db)
     try:
-        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **dict(args.params))
+        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **params)
+    except (TypeError, ValueError, ArithmeticError) as err:
+        if not params:
+            raise  # the built-in scenario with its own defaults failing is a bug: keep the traceback
+        # a value of the right shape can still be out of what the scenario can do (ttl=0 arms an
+        # alarm at time 0, which workerd refuses): name the values set, not a traceback
+        given = ", ".join(f"{k}={json.dumps(v)}" for k, v in params.items())
+        raise AlarmkitError(f"scenario {args.scenario!r} with {given} failed: {type(err).__name__}: {err}; "
+                            "the value is outside what the scenario can run (`alarmkit list --json` shows "
+                            "its defaults)") from None
     finally:
         if journal is not None:
             journal.close()
@@ -170,12 +207,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, default=str))
         return 0
-    print(_readable(result))
+    print(_readable(result, args.db))
     return 0
 
 
-def _readable(r: dict) -> str:
-    lines = [f"{r['scenario']} (profile {r['profile']}, seed {r['seed']}, run {r['run_id']}): {r['events']} events"]
+def _readable(r: dict, db: str | None = None) -> str:
+    where = f"run {r['run_id']} in {db}" if r.get("run_id") is not None else "not journaled: --db FILE keeps it"
+    lines = [f"{r['scenario']} (profile {r['profile']}, seed {r['seed']}, {where}): {r['events']} events"]
     for a in r["attempts"]:
         lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {a['object_id']}")
     if not r["attempts"]:
@@ -207,13 +245,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .report import export_run
+    from ._paths import output_file
+    from .journal import Journal
+    from .report import export_run, is_report
 
     if not Path(args.db).is_file():
-        raise AlarmkitError(f"no journal file {args.db}; write one with `alarmkit demo --db {args.db}` or `alarmkit run ... --db`")
-    journal = _open_journal(args.db)
+        raise AlarmkitError(f"no journal file {args.db!r}; write one with `alarmkit demo --db FILE` or `alarmkit run ... --db FILE`")
+    out = f"run-{args.run_id}.html" if args.out is None else args.out
+    target = output_file(out, "--out", replaceable=is_report, what="report")
+    journal = Journal(args.db, read_only=True)  # a reader: works on a read-only file and beside other readers
     try:
-        out = export_run(journal, args.run_id, args.out or f"run-{args.run_id}.html")
+        out = export_run(journal, args.run_id, target)
     finally:
         journal.close()
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
@@ -223,14 +265,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    run_demo(db=args.db, out=args.out, seed=args.seed)
+    run_demo(db=args.db, out=args.out, seed=args.seed, fresh=args.fresh)
     return 0
 
 
 def _open_journal(path: str | None):
     from .journal import Journal
 
-    return Journal(path) if path else None
+    return None if path is None else Journal(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,12 +280,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
+    except InternalError:
+        raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
     except AlarmkitError as err:
         print(f"alarmkit: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
         print(f"alarmkit: {err or 'interrupted'}", file=sys.stderr)
         return 130
+    except OSError as err:  # the file system said no: a path, a permission, a full disk
+        print(f"alarmkit: error: {_os_error(err)}", file=sys.stderr)
+        return 2
+
+
+def _os_error(err: OSError) -> str:
+    what = err.strerror or str(err)
+    where = " -> ".join(repr(str(f)) for f in (err.filename, err.filename2) if f is not None)
+    return f"{what}: {where}; check the path or pass another one" if where else f"{what}; check the paths given"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ._paths import output_folder
+from .errors import AlarmkitError
 from .journal import Journal
-from .report import export_run
+from .report import export_run, is_report
 from .scenarios import list_scenarios, run_scenario
 
 __all__ = ["run_demo"]
@@ -18,21 +20,45 @@ def _file_name(scenario: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", scenario).strip("._") or "scenario"
 
 
-def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1) -> list[dict]:
-    """Run each scenario with ``seed``; returns one summary per run. Replaces ``db`` if it exists."""
+def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1, fresh: bool = False) -> list[dict]:
+    """Run each scenario with ``seed`` into the journal ``db``; write ``out/<scenario>.html`` for each.
+
+    An existing journal keeps its runs and gets new ones appended (``fresh=True`` empties its runs
+    and events first). A file that is not an alarmkit journal, or one another process holds, is
+    refused before anything runs (``AlarmkitError``, ``JournalLocked``). In ``out`` only reports
+    alarmkit wrote are replaced; nothing is deleted. Returns one summary per run.
+    """
+    scenarios = list_scenarios()
+    folder = output_folder(out, "--out", create=False)  # checked before any work; made below
+    targets = {sc.name: folder / f"{_file_name(sc.name)}.html" for sc in scenarios}
+    for target in targets.values():
+        if target.exists() and not (target.is_file() and is_report(target)):
+            raise AlarmkitError(f"{str(target)!r} exists and is not an alarmkit report; the demo replaces only "
+                                "reports it wrote: move it away or pass another --out folder")
     path = Path(db)
-    for stale in (path, path.with_name(path.name + ".wal")):
-        stale.unlink(missing_ok=True)
+    existed = path.exists()
     results = []
-    with Journal(path) as journal:
-        for sc in tqdm(list_scenarios(), desc="scenarios", unit="run"):
+    with Journal(path) as journal:  # refuses a non-journal, a folder, a held file; changes nothing then
+        dropped = journal.clear() if fresh else 0
+        before = int(journal.sql("SELECT count(*) AS n FROM runs").iloc[0]["n"])
+        first = int(journal.sql("SELECT coalesce(max(run_id), 0) + 1 AS n FROM runs").iloc[0]["n"])
+        output_folder(folder, "--out")
+        for sc in tqdm(scenarios, desc="scenarios", unit="run"):
             results.append(run_scenario(sc.name, seed=seed, journal=journal).to_dict())  # plain data: no live sim
-        folder = Path(out)
-        folder.mkdir(parents=True, exist_ok=True)
         for r in tqdm(results, desc="reports", unit="file"):
-            r["report_html"] = str(export_run(journal, r["run_id"], folder / f"{_file_name(r['scenario'])}.html"))
+            r["report_html"] = str(export_run(journal, r["run_id"], targets[r["scenario"]]))
         # counted in the file: a comparing scenario journals a second run beside its own
-        events, runs = journal.sql("SELECT count(*) AS e, count(DISTINCT run_id) AS r FROM events").iloc[0]
-    print(f"wrote {events} events from {runs} runs of {len(results)} scenarios to {path}")
+        events, runs, last = journal.sql(
+            "SELECT count(*) AS e, count(DISTINCT run_id) AS r, max(run_id) AS m FROM events WHERE run_id >= ?",
+            first).iloc[0]
+    span = f"runs {first}-{int(last)}"
+    if not existed:
+        print(f"wrote {events} events from {runs} runs ({span}) of {len(results)} scenarios to a new journal {path}")
+    elif fresh:
+        print(f"emptied {path} as --fresh asked ({dropped} earlier runs dropped), then wrote {events} events "
+              f"from {runs} runs ({span}) of {len(results)} scenarios")
+    else:
+        print(f"appended {events} events from {runs} runs ({span}) of {len(results)} scenarios to {path}, "
+              f"which held {before} runs before (--fresh empties it first)")
     print(f"wrote {len(results)} HTML reports to {folder}/ (open them in a browser; they work offline)")
     return results

@@ -171,6 +171,9 @@ class FaultPlan(Faults):
             text = p.read_text(encoding="utf-8")
         except OSError as err:
             raise FaultPlanError(f"cannot read fault plan file {str(p)!r}: {err.strerror}") from None
+        except UnicodeDecodeError as err:
+            raise FaultPlanError(f"fault plan file {str(p)!r} is not UTF-8 text (byte {err.object[err.start]:#04x} "
+                                 f"at offset {err.start}); save it as UTF-8") from None
         try:
             return cls.from_json(text) if p.suffix == ".json" else cls.from_toml(text)
         except FaultPlanError as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -105,33 +106,107 @@ def _frame(df: pd.DataFrame) -> pd.DataFrame:
 class Journal:
     """A DuckDB journal, in a file (``Journal("journal.duckdb")``) or in memory (``Journal()``)."""
 
-    def __init__(self, path: str | os.PathLike | None = None, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, batch_size: int = BATCH_SIZE,
+                 read_only: bool = False) -> None:
+        """Open (or create) the journal at ``path``; in memory without one.
+
+        A file must be a DuckDB file holding alarmkit's ``runs`` and ``events`` tables (or a new
+        path): any other file is refused and left as it is. ``read_only=True`` opens an existing
+        journal for reading only, so it works on a read-only file and beside other readers.
+        Raises ``JournalLocked`` when another process holds the file, ``AlarmkitError`` otherwise.
+        """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise AlarmkitError(f"batch_size must be a positive int of events, got {batch_size!r}")
+        if isinstance(path, str) and not path:  # Path("") would be the current folder
+            raise AlarmkitError("the journal path is empty; pass a file path, e.g. --db journal.duckdb")
         self.path = None if path in (None, ":memory:") else Path(path)
+        self.read_only = bool(read_only)
         self.batch_size = batch_size
         self._pending: tuple[threading.Thread, pa.Table, list] | None = None  # the batch being inserted
         # batches that could not be written, kept for the user: Arrow tables, or for a batch that
         # could not even become Arrow, its rows in EVENT_COLUMNS order (unwritten_rows() reads both)
         self.unwritten: list[pa.Table | list[tuple]] = []
         self._wcon: duckdb.DuckDBPyConnection | None = None  # the writer thread's cursor
+        if self.path is None and self.read_only:
+            raise AlarmkitError("read_only=True needs a journal file: Journal('journal.duckdb', read_only=True)")
+        self._con = self._connect()
         try:
-            self._con = duckdb.connect(str(self.path) if self.path else ":memory:")
-        except duckdb.IOException as err:
-            if "lock" in str(err).lower():
-                raise JournalLocked(
-                    f"journal file {self.path} is held open by another process ({_holder(err)}); "
-                    "close that process (a notebook kernel?) or pass another path, e.g. --db other.duckdb"
-                ) from None
-            raise AlarmkitError(f"cannot open journal {self.path}: {err}") from None
-        except duckdb.Error as err:
-            raise AlarmkitError(f"{self.path} is not a DuckDB journal ({err}); pass a new path or a journal file") from None
-        self._con.execute(_SCHEMA)
+            self._check_tables()
+        except BaseException:
+            self._con.close()  # a refused file is left as it was, and not held open
+            raise
         try:  # FSST's analysis cost ~0.25 us per inserted row, and without it the file of 600k
             # benchmark events came out the same size (dictionary compression does the work)
             self._con.execute("SET disabled_compression_methods='fsst'")
         except duckdb.Error:  # pragma: no cover - an older DuckDB without the setting
             pass
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        p = self.path
+        if p is None:
+            return duckdb.connect(":memory:")
+        try:
+            str(p).encode("utf-8")
+        except UnicodeEncodeError:  # DuckDB takes only UTF-8 paths (bytes from a non-UTF-8 command line)
+            raise AlarmkitError(f"journal path {str(p)!r} is not valid UTF-8 text; pass another path") from None
+        if p.is_dir():
+            raise AlarmkitError(f"journal path {str(p)!r} is a folder; pass a file path, e.g. --db {p / 'journal.duckdb'}")
+        if self.read_only and not p.exists():
+            raise AlarmkitError(f"no journal file {str(p)!r}; write one with `alarmkit demo --db {p}` "
+                                f"or `alarmkit run SCENARIO --db {p}`")
+        if not p.exists() and not p.parent.is_dir():
+            raise AlarmkitError(f"folder {str(p.parent)!r} does not exist; create it or pass another --db path")
+        try:
+            return duckdb.connect(str(p), read_only=self.read_only)
+        except duckdb.IOException as err:
+            if "lock" in str(err).lower():
+                raise JournalLocked(
+                    f"journal file {p} is held open by another process ({_holder(err)}); "
+                    "close that process (a notebook kernel?) or pass another path, e.g. --db other.duckdb; "
+                    "readers can share a journal when each opens it with Journal(path, read_only=True)"
+                ) from None
+            if "not a valid DuckDB database" in str(err):
+                raise AlarmkitError(f"{str(p)!r} is not an alarmkit journal (not a DuckDB file); alarmkit leaves it "
+                                    "alone: pass a new path or a journal file, e.g. --db journal.duckdb") from None
+            raise AlarmkitError(f"cannot open journal {p}: {err}") from None
+        except duckdb.Error as err:
+            raise AlarmkitError(f"{p} is not a DuckDB journal ({err}); pass a new path or a journal file") from None
+
+    def _check_tables(self) -> None:
+        """A file holding tables but not alarmkit's is someone else's: refuse it, change nothing."""
+        cols: dict[str, set[str]] = {}
+        for table, column in self._con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_catalog = current_database() AND table_schema = 'main'"
+        ).fetchall():
+            cols.setdefault(table, set()).add(column)
+        where = self.path or ":memory:"
+        if not cols and self.read_only:
+            raise AlarmkitError(f"{str(where)!r} holds no alarmkit journal (an empty DuckDB file); "
+                                "write runs into it with `alarmkit run SCENARIO --db FILE`")
+        if cols and not (set(EVENT_COLUMNS) <= cols.get("events", set())
+                         and {"run_id", "scenario", "profile", "seed"} <= cols.get("runs", set())):
+            raise AlarmkitError(
+                f"{str(where)!r} is a DuckDB file but not an alarmkit journal (its tables: {sorted(cols)[:8]}); "
+                "alarmkit leaves it alone: pass a new path or a journal file, e.g. --db journal.duckdb")
+        if not self.read_only:
+            self._con.execute(_SCHEMA)
+
+    def clear(self) -> int:
+        """Drop every run and event in this journal (the file stays, and so do tables that are not
+        alarmkit's); returns how many runs were dropped."""
+        self._writable("clear")
+        dropped = self.con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        for table in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA):
+            self._con.execute(f"DROP TABLE IF EXISTS {table}")
+        self._con.execute(_SCHEMA)
+        self._con.execute("CHECKPOINT")
+        return int(dropped)
+
+    def _writable(self, action: str) -> None:
+        if self.read_only:
+            raise AlarmkitError(f"journal {self.path} was opened read-only, so it cannot {action}; "
+                                "open it with Journal(path) to write")
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -140,6 +215,7 @@ class Journal:
         return self._con
 
     def start_run(self, scenario: str, profile: str, seed: int, params: dict, faults: dict | None = None) -> int:
+        self._writable("start a run")
         run_id = self.con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()[0]
         self.con.execute(
             "INSERT INTO runs (run_id, scenario, profile, seed, params, faults, started_at, complete) "
@@ -168,6 +244,7 @@ class Journal:
         """
         if not len(rows):
             return
+        self._writable("take events")
         failed = self._join()  # at most one batch in flight: memory stays bounded, order is kept
         try:
             table = _table(run_id, rows)

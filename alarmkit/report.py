@@ -166,6 +166,10 @@ def run_figures(events: pd.DataFrame, run: dict | None = None) -> list[go.Figure
     return figs
 
 
+_HEAD = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+GENERATOR = '<meta name="generator" content="alarmkit">'
+
+
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
                 rows: Sequence[tuple[str, str, bool]] = ()) -> str:
     """The page as a string: plotly.js once, inline; every title and table cell escaped."""
@@ -182,7 +186,7 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
             for i, fig in enumerate(figures)]
     body = "\n".join(f'<section class="figure">{d}</section>' for d in divs)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f"{_HEAD}\n{GENERATOR}\n"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
@@ -190,6 +194,17 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
         f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
     )
+
+
+def is_report(path: str | Path) -> bool:
+    """Whether the file at ``path`` is an HTML report alarmkit wrote (so alarmkit may replace it)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    # reports from before the generator tag start with the same head and the same CSP tag
+    return head.startswith(_HEAD) and (GENERATOR in head or head[len(_HEAD):].startswith("\n<meta http-equiv="))
 
 
 def _is_large(fig: go.Figure) -> bool:

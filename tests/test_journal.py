@@ -102,8 +102,9 @@ def test_a_journal_held_by_another_process_names_the_file_and_the_way_out(tmp_pa
 def test_a_file_that_is_not_duckdb_is_a_clear_error(tmp_path):
     bogus = tmp_path / "notes.duckdb"
     bogus.write_text("hello, not a database\n" * 100)
-    with pytest.raises(AlarmkitError, match="not a DuckDB journal|cannot open journal"):
+    with pytest.raises(AlarmkitError, match=r"notes.duckdb' is not an alarmkit journal \(not a DuckDB file\); alarmkit leaves it alone"):
         Journal(bogus)
+    assert bogus.read_text() == "hello, not a database\n" * 100
 
 
 def test_unknown_run_lists_the_known_ones():
@@ -221,3 +222,52 @@ def test_buffer_flushes_at_batch_size_during_a_run(tmp_path):
     assert sum(sizes) == int(j.sql("SELECT count(*) AS n FROM events")["n"][0]) == 3 + 3 * 197 - 1 + 1
     assert j.sql("SELECT max(t_ms) AS t FROM events WHERE kind = 'fire'")["t"][0] == 102 * 197
     j.close()
+
+
+def test_a_read_only_journal_reads_and_refuses_to_write(tmp_path):
+    path = tmp_path / "j.duckdb"
+    with Journal(path) as j:
+        run_scenario("lease-normal", seed=5, journal=j)
+    before = path.read_bytes()
+    with Journal(path, read_only=True) as r:
+        assert list(r.runs()["scenario"]) == ["lease-normal"]
+        with pytest.raises(AlarmkitError, match=r"^journal .*j.duckdb was opened read-only, so it cannot start a run;"):
+            run_scenario("lease-normal", seed=5, journal=r)
+        with pytest.raises(AlarmkitError, match=r"^journal .*was opened read-only, so it cannot clear;"):
+            r.clear()
+    assert path.read_bytes() == before
+    with pytest.raises(AlarmkitError, match=r"^no journal file '.*missing.duckdb'; write one with"):
+        Journal(tmp_path / "missing.duckdb", read_only=True)
+    assert not (tmp_path / "missing.duckdb").exists()
+    with pytest.raises(AlarmkitError, match=r"^read_only=True needs a journal file"):
+        Journal(read_only=True)
+
+
+def test_a_duckdb_file_with_other_tables_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "sales.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE runs (id INTEGER)")  # a 'runs' table that is not alarmkit's
+    con.close()
+    with pytest.raises(AlarmkitError, match=r"sales.duckdb' is a DuckDB file but not an alarmkit journal \(its tables: \['runs'\]\)"):
+        Journal(path)
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("runs",)]
+    con.close()
+    with pytest.raises(AlarmkitError, match=r"^the journal path is empty"):
+        Journal("")
+    with pytest.raises(AlarmkitError, match=r"^journal path '.*' is a folder; pass a file path"):
+        Journal(tmp_path)
+
+
+def test_clear_drops_runs_and_events_and_keeps_other_tables(tmp_path):
+    path = tmp_path / "j.duckdb"
+    with Journal(path) as j:
+        run_scenario("lease-normal", seed=5, journal=j)
+        run_scenario("lease-normal", seed=6, journal=j)
+        j.con.execute("CREATE TABLE notes (text TEXT)")
+        j.con.execute("INSERT INTO notes VALUES ('mine')")
+        assert j.clear() == 2
+        assert j.runs().empty and j.events().empty
+        assert run_scenario("lease-normal", seed=5, journal=j)["run_id"] == 1
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT * FROM notes").fetchall() == [("mine",)]

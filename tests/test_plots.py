@@ -424,7 +424,8 @@ def test_the_demo_writes_one_report_per_scenario_named_after_it(tmp_path, capsys
     with ak.Journal(tmp_path / "j.duckdb") as j:  # the summary line counts what is in the file
         events, runs = len(j.events()), len(j.runs())
     assert runs > len(results)  # keepalive-celld-vs-workerd journals its workerd peer as a run too
-    assert f"wrote {events} events from {runs} runs of {len(results)} scenarios to" in capsys.readouterr().out
+    out = capsys.readouterr().out  # a new file: it says so, with the run ids it holds
+    assert f"wrote {events} events from {runs} runs (runs 1-{runs}) of {len(results)} scenarios to a new journal" in out
 
 
 def test_fmt_ms_is_exact_and_readable():

@@ -58,8 +58,36 @@ def install_only() -> int:
     return 0
 
 
+def _is_calibration(path: Path) -> bool:
+    """A DuckDB file holding a recorded calibration (its ``calibration_meta`` table): replaceable."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        return bool(con.execute("SELECT count(*) FROM information_schema.tables "
+                                "WHERE table_name = 'calibration_meta'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _check_journal(db: str) -> None:
+    """Refuse a --db that is not a journal (or is held) before minutes of probes, not after."""
+    from .._paths import output_file
+    from ..journal import Journal
+
+    if Path(db).exists() or db == "":
+        Journal(db).close()  # refuses a folder, a non-journal, a held file; an existing journal is kept
+    else:
+        output_file(db, "--db")
+
+
 def run_command(args: argparse.Namespace) -> int:
-    from .calibration import calibrate, recheck
+    from .._paths import output_file
+    from ..report import is_report
+    from .calibration import calibrate, probe_names, recheck
     from .recorded import reference, write_reference
     from .render import text_table, write_html
 
@@ -67,14 +95,26 @@ def run_command(args: argparse.Namespace) -> int:
         return install_only()
     if args.parallel < 1:
         raise AlarmkitError(f"--parallel must be at least 1, got {args.parallel}")
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        raise AlarmkitError(f"folder {Path(args.out).parent} does not exist; create it or pass another --out path")
+    if args.out is not None:  # checked before minutes of probes, not after
+        output_file(args.out, "--out", replaceable=is_report, what="report")
+    if args.names:
+        probe_names(args.long, args.names)  # an unknown --probe is a usage error (exit 2), with or without workerd
+    if args.record_reference:
+        output_file(args.record_reference, "--record-reference", replaceable=_is_calibration, what="calibration")
+    if args.db is not None and args.reference is None:
+        _check_journal(args.db)
 
     def say(msg: str) -> None:
         print(f"[calibrate] {msg}", file=sys.stderr, flush=True)
 
     if args.reference is not None:
         recorded = reference(args.reference or None)
+        if args.names:  # compare only the probes asked for; each must be in the recording
+            missing = [n for n in args.names if n not in recorded.observed]
+            if missing:
+                raise AlarmkitError(f"probe(s) {missing} are not in the recorded run {args.reference or 'committed'}; "
+                                    f"it holds {list(recorded.observed)}")
+            recorded.observed = {n: r for n, r in recorded.observed.items() if n in args.names}
         say(f"comparing today's simulator with the run recorded on {recorded.workerd} at {recorded.created_at}")
         cal = recheck(recorded)
     else:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..runtime import Simulation
 
-__all__ = ["Scenario", "SCENARIOS", "RunResult", "scenario", "run_scenario", "list_scenarios"]
+__all__ = ["Scenario", "SCENARIOS", "RunResult", "scenario", "run_scenario", "list_scenarios", "check_params"]
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,20 @@ class Scenario:
     params: dict[str, Any] = field(default_factory=dict)
 
     def check_params(self, params: dict[str, Any]) -> None:
-        """Refuse parameters this scenario does not take (ScenarioError naming them and the ones it takes)."""
+        """Refuse parameters this scenario does not take, or shaped unlike their defaults (a list of
+        ints for ``ttls``...; numbers in 0..2**53, valid text): ScenarioError naming the first."""
+        name = self.name
         unknown = sorted(set(params) - set(self.params))
         if unknown:
-            raise ScenarioError(f"scenario {self.name!r} has no parameter(s) {unknown}; it takes {sorted(self.params)}")
+            raise ScenarioError(f"scenario {name!r} has no parameter(s) {unknown}; it takes {sorted(self.params)}")
+        for key, value in params.items():
+            shape = _shape(self.params[key])
+            if not _fits(value, shape):
+                default = json.dumps(self.params[key])
+                bounds = " in 0..2**53" if "int" in shape or "number" in shape else ""
+                given = json.dumps(value, default=repr)
+                raise ScenarioError(f"scenario {name!r}: {key}={_short(given)} does not fit: parameter {key} takes "
+                                    f"{shape}{bounds} (default {_short(default)})")
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -128,8 +138,7 @@ def run_scenario(
     """Run a named scenario; a ``RunResult`` (attempts, effects, event count, obligations, its summary)."""
     from ..runtime import Simulation
 
-    sc = get_scenario(name)
-    sc.check_params(params)
+    sc = check_params(name, params)
     sim = Simulation(
         profile=profile or sc.profile, seed=seed, journal=journal, scenario=name,
         params={**sc.params, **params}, faults=faults,
@@ -147,6 +156,81 @@ def run_scenario(
         obligations=list(summary.pop("obligations", [])), horizon_ms=summary.pop("horizon_ms", None),
         grace_ms=summary.pop("grace_ms", None), summary=summary, sim=sim,
     )
+
+
+def _shape(default: Any) -> str:
+    """What a parameter takes, read from its default: 'int', 'bool', 'number', 'text', 'int or null',
+    'list of int', '[int, text, int]' (a fixed tuple) or 'any'. Numbers are times and counts, in
+    0..2**53; text is valid Unicode (no lone surrogates)."""
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "number"
+    if isinstance(default, str):
+        return "text"
+    if default is None:  # every None default of the built-in scenarios is an optional time or count
+        return "int or null"
+    if isinstance(default, (list, tuple)) and default:
+        shapes = [_shape(d) for d in default]
+        if len(set(shapes)) == 1:
+            return f"list of {shapes[0]}"
+        return "[" + ", ".join(shapes) + "]"
+    return "any"
+
+
+def _fits(value: Any, shape: str) -> bool:
+    if shape == "any":
+        return True
+    if shape == "bool":
+        return isinstance(value, bool)
+    if shape == "int":  # times and counts: JavaScript's safe integers, as everywhere in alarmkit
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53
+    if shape == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 2**53
+    if shape == "text":
+        return isinstance(value, str) and _valid_text(value)
+    if shape == "int or null":
+        return value is None or _fits(value, "int")
+    if not isinstance(value, (list, tuple)):
+        return False
+    if shape.startswith("list of "):
+        return all(_fits(v, shape[len("list of "):]) for v in value)
+    parts = _split(shape[1:-1])
+    return len(value) == len(parts) and all(_fits(v, s) for v, s in zip(value, parts))
+
+
+def _valid_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")  # a lone surrogate ("\ud800") is not text any journal can hold
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _split(inner: str) -> list[str]:
+    """'int, [int, text], text' -> ['int', '[int, text]', 'text'] (commas at depth 0 only)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            out.append(inner[start:i].strip())
+            start = i + 1
+    out.append(inner[start:].strip())
+    return out
+
+
+def check_params(name: str, params: dict[str, Any]) -> Scenario:
+    """The scenario ``name``, once ``params`` pass its ``check_params`` (ScenarioError otherwise)."""
+    sc = get_scenario(name)
+    sc.check_params(params)
+    return sc
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def summarize(events) -> dict:
