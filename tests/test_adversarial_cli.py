@@ -30,7 +30,7 @@ def journal(tmp_path_factory):
     (["run", "lease-normal", "--set", "ttls=[100, -Infinity]"], "-Infinity is not a value alarmkit takes"),
     (["run", "lease-normal", "--set", "ttls=[1e400]"], "parameter ttls takes list of int in 0..2**53"),
     (["run", "lease-exhaustion", "--set", "ttl=0"],
-     "scenario 'lease-exhaustion' with ttl=0 failed: TypeError: setAlarm() cannot be called with an alarm time <= 0"),
+     "scenario 'lease-exhaustion' with ttl=0 failed: AlarmTimeError: setAlarm() cannot be called with an alarm time <= 0"),
     (["run", "lease-ledger", "--set", "status_every_ms=0"],
      "scenario 'lease-ledger' with status_every_ms=0 failed: ValueError: range() arg 3 must not be zero"),
     # text that is not text

@@ -131,6 +131,8 @@ def test_an_old_journal_gains_the_columns_and_reads_as_not_known_complete(tmp_pa
     con.execute("CREATE TABLE runs (run_id INTEGER PRIMARY KEY, scenario TEXT, profile TEXT, seed BIGINT, "
                 "params TEXT, faults TEXT, started_at TIMESTAMP)")
     con.execute("INSERT INTO runs VALUES (1, 'lease-normal', 'workerd', 0, '{}', NULL, now())")
+    con.execute("CREATE TABLE events (run_id INTEGER, seq BIGINT, t_ms BIGINT, namespace TEXT, object_id TEXT, "
+                "kind TEXT, scheduled_ms BIGINT, prev_scheduled_ms BIGINT, retry_count INTEGER, detail TEXT)")
     con.close()
     with Journal(path) as j:
         runs = j.runs()

@@ -268,6 +268,6 @@ def test_clear_drops_runs_and_events_and_keeps_other_tables(tmp_path):
         j.con.execute("INSERT INTO notes VALUES ('mine')")
         assert j.clear() == 2
         assert j.runs().empty and j.events().empty
-        assert run_scenario("lease-normal", seed=5, journal=j)["run_id"] == 1
+        assert run_scenario("lease-normal", seed=5, journal=j).run_id == 1
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT * FROM notes").fetchall() == [("mine",)]
