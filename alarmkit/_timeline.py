@@ -20,13 +20,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ._kinds import DUPLICATE, kind_class
 from .errors import AlarmkitError
 from .journal import EVENT_COLUMNS
 
 # Okabe & Ito's palette (safe for the common colour-vision deficiencies); shapes repeat the meaning.
 BLACK, ORANGE, SKY, GREEN, YELLOW = "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442"
 BLUE, VERMILION, PURPLE, GREY = "#0072B2", "#D55E00", "#CC79A7", "#8C8C8C"
-DUPLICATE = "duplicate effect"  # not a journal kind: an effect whose (name, key) already ran in the run
 RUNTIME_LANE = "runtime"
 
 # kind -> (colour, symbol, size, sub-row offset within the lane: -1 alarm row, 0 handler row, 1 effects row)
@@ -87,11 +87,26 @@ def style(kind: str) -> tuple[str, str, int, int]:
     return [BLACK, ORANGE, SKY, GREEN, BLUE, VERMILION, PURPLE, GREY][h % 8], _SPARE[(h // 8) % len(_SPARE)], 10, row
 
 
-def esc(text: Any) -> str:
-    """Text for plotly: ``<``, ``>`` and ``&`` escaped, so a journal string never becomes markup.
+# Bidirectional controls reorder the text around them (U+202E shows "abc" as "cba"), and other
+# control characters draw nothing: both are shown as visible escapes such as \u202e.
+_INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e"
+                        "\u2066-\u2069\ufeff]")
+LABEL_CHARS = 48  # an object id or kind longer than this is cut on the axis and in legends
+HOVER_CHARS = 120  # ... and in hover text; the report's summary table holds the full text
+
+
+def esc(text: Any, limit: int | None = None) -> str:
+    """Text for plotly or an HTML page: control and bidirectional characters made visible (``\\u202e``),
+    cut to ``limit`` characters with an ellipsis, then ``<``, ``>`` and ``&`` escaped, so a journal
+    string never becomes markup. The one escaping function of the package.
 
     Quotes stay: outside a tag they are text, and plotly does not decode ``&quot;``."""
-    return html.escape("" if text is None else str(text), quote=False)
+    s = "" if text is None else str(text)
+    if limit is not None and len(s) > limit:
+        s = s[:limit - 1] + "…"
+    s = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+    s = s.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate cannot be written out
+    return html.escape(s, quote=False)
 
 
 def fmt_ms(ms: float) -> str:
@@ -158,6 +173,11 @@ def _mark_duplicates(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def drawn_kinds(events: pd.DataFrame) -> pd.Series:
+    """Each event's kind as the timeline draws it: an effect that already ran is ``duplicate effect``."""
+    return _mark_duplicates(_lanes(_check(events)))["kind2"]
+
+
 def _lanes(df: pd.DataFrame) -> pd.DataFrame:
     obj = df["object_id"].astype(object)
     if df["namespace"].dropna().nunique() > 1:  # the same name may live in two namespaces
@@ -170,7 +190,7 @@ def _hover(df: pd.DataFrame, kind: str, detailed: bool) -> list[str]:
                df["detail"], df["first_t"])
     out = []
     for t, lane, sch, prev, rc, det, first in rows:
-        lines = [f"<b>{esc(kind)}</b> at {fmt_ms(t)}", f"object: {esc(_label(lane))}"]
+        lines = [f"<b>{esc(kind, HOVER_CHARS)}</b> at {fmt_ms(t)}", f"object: {esc(_label(lane), HOVER_CHARS)}"]
         if not pd.isna(sch):
             lines.append(f"scheduled: {fmt_ms(sch)}")
         if not pd.isna(prev):
@@ -310,7 +330,7 @@ class _Drawer:
             if role != "lead":
                 kw.update(mode="lines+markers", marker=dict(symbol="arrow", angleref="previous", color=line["color"],
                                                             size=np.tile([0, 11, 0], len(sub))))
-            hover = [f"{esc(name)} at {fmt_ms(t)}: {fmt_ms(a)} → {fmt_ms(b)}<br>object: {esc(_label(lane))}"
+            hover = [f"{esc(name)} at {fmt_ms(t)}: {fmt_ms(a)} → {fmt_ms(b)}<br>object: {esc(_label(lane), HOVER_CHARS)}"
                      for t, a, b, lane in zip(sub["t_ms"], t0, t1, sub["lane"])]
             kw.update(hovertext=np.repeat(hover, 3), hovertemplate="%{hovertext}<extra></extra>")
         self.trace(row, name, f"move:{role}", {"role": "move", "kind": role}, x=xs, y=ys, **kw)
@@ -342,29 +362,29 @@ class _Drawer:
             kw.update(hovertext=_hover(sub, kind, detailed=n <= DETAIL_LIMIT),
                       hovertemplate="%{hovertext}<extra></extra>")
         else:
-            kw.update(hovertemplate=f"<b>{esc(kind)}</b> at %{{x}} {self.unit}<extra></extra>")
+            kw.update(hovertemplate=f"<b>{esc(kind, HOVER_CHARS)}</b> at %{{x}} {self.unit}<extra></extra>")
         text = self.labels(sub, kind)
         if text is not None:
             where = "bottom left" if kind == "abandoned" else "bottom center"
             kw.update(mode="markers+text", text=text, textposition=where,
                       textfont=dict(size=11, color=colour if kind != "revive" else "#005a44"))
-        meta = {"role": "events", "kind": kind, "size": style(kind)[2]}  # the full size, for zooming in
+        meta = {"role": "events", "kind": kind, "class": kind_class(kind), "size": style(kind)[2]}  # the full size, for zooming in
         uid = f"ev-{re.sub(r'[^A-Za-z0-9_-]', '_', kind)}-{row}"  # the DOM names the trace's group after it
-        self.trace(row, esc(kind), kind, meta, x=sub["x"].to_numpy(float), y=ys, uid=uid, **kw)
+        self.trace(row, esc(kind, LABEL_CHARS), kind, meta, x=sub["x"].to_numpy(float), y=ys, uid=uid, **kw)
 
     def labels(self, sub: pd.DataFrame, kind: str) -> list[str] | None:
         if len(sub) > LABEL_LIMIT:
             return None
         if kind == "revive":
-            return [f"revive ({esc(d.get('cause', '?'))})" for d in _details(sub["detail"])]
+            return [f"revive ({esc(d.get('cause', '?'), LABEL_CHARS)})" for d in _details(sub["detail"])]
         if kind == "abandoned":
-            return [f"abandoned after {esc(d.get('attempts', '?'))} attempts" for d in _details(sub["detail"])]
+            return [f"abandoned after {esc(d.get('attempts', '?'), LABEL_CHARS)} attempts" for d in _details(sub["detail"])]
         if len(sub) > 12:
             return None
         if kind in ("crash", "restart"):
             return [kind] * len(sub)
         if kind == "fault":
-            return [esc(f"fault: {d.get('fault') or d.get('name') or d.get('kind') or '?'}")[:60]
+            return [esc(f"fault: {d.get('fault') or d.get('name') or d.get('kind') or '?'}", LABEL_CHARS)
                     for d in _details(sub["detail"])]
         return None
 
@@ -404,7 +424,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     gap = 70 if len(panels) > 1 else 0
     plot_h = sum(heights) + gap * (len(panels) - 1)
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=gap / plot_h,
-                        row_heights=heights, subplot_titles=[esc(label) for label, _ in panels] if len(panels) > 1 else None)
+                        row_heights=heights, subplot_titles=[esc(label, 2 * LABEL_CHARS) for label, _ in panels] if len(panels) > 1 else None)
     drawer = _Drawer(fig, scale, unit, large=total > gl_threshold, view_ms=max(view_hi - lo, 1.0),
                      overview=total > max(gl_threshold, overview_threshold))
     drawer.data_ms = (lo, hi)
@@ -413,7 +433,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         lanes = drawer.draw(df, i)
         n = len(lanes)
         every = -(-n // TICK_LIMIT)  # hundreds of tick labels make plotly's first render crawl
-        fig.update_yaxes(row=i, col=1, tickvals=list(range(0, n, every)), ticktext=[esc(_label(s)) for s in lanes[::every]],
+        fig.update_yaxes(row=i, col=1, tickvals=list(range(0, n, every)), ticktext=[esc(_label(s), LABEL_CHARS) for s in lanes[::every]],
                          range=[n - 0.4, -0.62], showgrid=True, gridcolor="#e3e3e3", zeroline=False,
                          fixedrange=n < 30, ticks="", automargin=True)
     pad = max((view_hi - lo) * 0.04, 1.0)
@@ -432,7 +452,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     legend_h = 30 * -(-sum(1 for t in fig.data if t.showlegend) // 5) + 10  # ~5 entries a row
     fig.update_layout(
         template="plotly_white", font=_FONT, height=min(2600, plot_h + 95 + 60 + legend_h),
-        title=dict(text=esc(title), x=0.01, xanchor="left", y=1, yref="container", yanchor="top", pad=dict(t=14),
+        title=dict(text=esc(title, 3 * LABEL_CHARS), x=0.01, xanchor="left", y=1, yref="container", yanchor="top", pad=dict(t=14),
                    subtitle=dict(text=note, font=dict(size=12, color="#666"))),
         legend=dict(orientation="h", yref="container", y=0.005, yanchor="bottom", x=0, xanchor="left",
                     groupclick="toggleitem", itemsizing="constant", font=dict(size=12), entrywidth=160),

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from ._timeline import (
     BLACK, BLUE, DETAIL_LIMIT, DUPLICATE, GL_THRESHOLD, GREEN, KIND_STYLE, ORANGE, OVERVIEW_THRESHOLD, PURPLE, SKY,
     VERMILION, YELLOW,
-    _FONT, _build, _check, _details, _unit, effect_idents, esc, fmt_ms, style,
+    HOVER_CHARS, LABEL_CHARS, _FONT, _build, _check, _details, _unit, drawn_kinds, effect_idents, esc, fmt_ms, style,
 )
 from .errors import AlarmkitError
 from .journal import EVENT_KINDS
@@ -24,7 +24,7 @@ from .journal import EVENT_KINDS
 __all__ = [
     "timeline", "compare", "backoff_ladder", "lateness", "KIND_STYLE", "DUPLICATE", "GL_THRESHOLD", "OVERVIEW_THRESHOLD",
     "style", "fmt_ms",
-    "esc", "effect_idents",
+    "esc", "effect_idents", "drawn_kinds",
 ]
 
 
@@ -129,7 +129,7 @@ def backoff_ladder(events: pd.DataFrame, profile: Any = "workerd") -> go.Figure:
         delay = det.loc[m, "delay_ms"].astype(float).to_numpy()
         kw: dict[str, Any] = dict(hovertemplate=f"{name}: rung %{{x}}, waited %{{y:.3f}} s<extra></extra>")
         if m.sum() <= DETAIL_LIMIT:
-            hover = [f"object: {esc(o)}<br>rung {int(n)}: waited {fmt_ms(w)} (base {fmt_ms(b)} + jitter {fmt_ms(j)})"
+            hover = [f"object: {esc(o, HOVER_CHARS)}<br>rung {int(n)}: waited {fmt_ms(w)} (base {fmt_ms(b)} + jitter {fmt_ms(j)})"
                      f"<br>scheduled at {fmt_ms(t)} for {fmt_ms(s)}"
                      for o, n, w, b, j, t, s in zip(r.loc[m, "object_id"], rungs[m], delay, det.loc[m, "base_ms"],
                                                     det.loc[m, "jitter_ms"], r.loc[m, "t_ms"], r.loc[m, "scheduled_ms"])]
@@ -199,17 +199,17 @@ def lateness(events: pd.DataFrame | Mapping[str, pd.DataFrame], runs: pd.DataFra
     fig = go.Figure()
     for i, (g, d) in enumerate(groups):
         colour = palette[i % len(palette)]
-        box: dict[str, Any] = dict(name=esc(g), orientation="h", line=dict(color=colour),
+        box: dict[str, Any] = dict(name=esc(g, LABEL_CHARS), orientation="h", line=dict(color=colour),
                                    meta={"role": "lateness", "n": len(d)}, marker=dict(color=colour, size=6, opacity=0.7))
         v = d["late_ms"].to_numpy(float) / scale
         if len(d) <= DETAIL_LIMIT:
-            hover = [f"object: {esc(o)}<br>fired at {fmt_ms(t)}, {fmt_ms(late)} late<br>retry_count {rc}"
+            hover = [f"object: {esc(o, HOVER_CHARS)}<br>fired at {fmt_ms(t)}, {fmt_ms(late)} late<br>retry_count {rc}"
                      for o, t, late, rc in zip(d["object_id"], d["t_ms"], d["late_ms"], d["retry_count"])]
             box.update(x=v, boxpoints="all", jitter=0.4, pointpos=0, hovertext=hover, hoverinfo="text")
         else:  # many fires: the box from its statistics, not from every point (keeps the HTML small)
             q1, med, q3 = np.percentile(v, [25, 50, 75])
             lo_f, hi_f = v[v >= q1 - 1.5 * (q3 - q1)].min(), v[v <= q3 + 1.5 * (q3 - q1)].max()
-            label = esc(f"{g} (n={len(d):,}, max {fmt_ms(v.max() * scale)})")
+            label = esc(g, LABEL_CHARS) + esc(f" (n={len(d):,}, max {fmt_ms(v.max() * scale)})")
             box.update(y=[label], name=label, q1=[q1], median=[med], q3=[q3], lowerfence=[lo_f], upperfence=[hi_f],
                        mean=[v.mean()], boxpoints=False)
         fig.add_trace(go.Box(**box))

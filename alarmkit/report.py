@@ -6,7 +6,6 @@ forbids the page to load anything. Every string from a journal or a scenario is 
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter
 from pathlib import Path
@@ -17,7 +16,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from .errors import AlarmkitError
-from .plots import backoff_ladder, effect_idents, fmt_ms, lateness, timeline
+from ._kinds import CLASS_OF, class_counts
+from .plots import backoff_ladder, drawn_kinds, effect_idents, esc, fmt_ms, lateness, timeline
 
 __all__ = ["export_html", "export_run", "report_html", "run_figures", "summary_rows"]
 
@@ -26,6 +26,7 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 
        "img-src data: blob:; font-src data:; worker-src blob:; connect-src 'none'; form-action 'none'; base-uri 'none'")
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False,
                "toImageButtonOptions": {"format": "png", "scale": 2}}
+SHOW_OBJECTS = 12  # the summary names this many object ids in full (the figures cut long ones)
 SHOW_DUPLICATES = 8  # a run with thousands of duplicate effects names the first few in its summary
 # After each figure's first render: a counter that tests and benchmarks wait for (no data in it).
 _RENDERED = ("window.alarmkitRendered = (window.alarmkitRendered || 0) + 1;"
@@ -96,10 +97,10 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
                  ) -> list[tuple[str, str, bool]]:
     """(label, plain text, is-bad) rows for a run's summary table; nothing here is HTML yet."""
     run = run or {}
-    kinds = events["kind"].value_counts()
+    classes = class_counts(drawn_kinds(events)) if len(events) else {}
 
-    def n(kind: str) -> int:
-        return int(kinds.get(kind, 0))
+    def n(cls: str) -> int:  # counted by class (alarmkit._kinds), as the timeline's marks are
+        return int(classes.get(cls, 0))
 
     fires = events[events["kind"] == "fire"]
     retries = int((fires["retry_count"].fillna(0) > 0).sum())
@@ -116,8 +117,8 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
         ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
         ("attempts", f"{len(fires)} alarm() runs ({retries} {'retry' if retries == 1 else 'retries'}); "
-                     f"{n('handler_ok')} ok, {n('handler_error')} failed, {n('abandoned')} abandoned, "
-                     f"{n('revive')} revived", False),
+                     f"{n('handler ok')} ok, {n('handler failed')} failed, {n('abandoned')} abandoned, "
+                     f"{n('revived')} revived", False),
         ("effects", f"{sum(effects.values())} run, {len(effects)} distinct", False),
     ]
     if dups:
@@ -126,6 +127,13 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         if len(dups) > len(shown):
             text += f" … and {len(dups) - len(shown):,} more (the timeline marks each one)"
         rows.append(("duplicate effects", f"{len(dups):,}: {text}", True))
+    order = list(dict.fromkeys(CLASS_OF.values()))
+    drawn = sorted(classes.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+    rows.append(("on the timeline", ", ".join(f"{c} {k:,}" for c, k in drawn), False))
+    objects = list(dict.fromkeys(events["object_id"].dropna().astype(str)))
+    listed = "\n".join(objects[:SHOW_OBJECTS]) + (f"\n… and {len(objects) - SHOW_OBJECTS:,} more"
+                                                  if len(objects) > SHOW_OBJECTS else "")
+    rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))
     if n("crash") + n("fault") + n("restart"):
         rows.append(("crashes, faults, restarts", f"{n('crash')}, {n('fault')}, {n('restart')}", False))
     if violations is not None:
@@ -168,7 +176,7 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
     figures = list(figures)
     if not figures or not all(isinstance(f, go.Figure) for f in figures):
         raise AlarmkitError(f"report_html needs plotly figures, got {[type(f).__name__ for f in figures]}")
-    table = "".join(f"<tr><th>{html.escape(k)}</th><td{' class=bad' if bad else ''}>{html.escape(v)}</td></tr>"
+    table = "".join(f"<tr><th>{esc(k)}</th><td{' class=bad' if bad else ''}>{esc(v)}</td></tr>"
                     for k, v, bad in rows)
     divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), config=PLOT_CONFIG, div_id=f"figure-{i}",
                         post_script=[_RENDERED] + ([_ON_ZOOM] if _is_large(fig) else []), validate=False,
@@ -179,8 +187,8 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        f"<h1>{html.escape(title)}</h1>\n<p class=\"sub\">alarmkit {html.escape(__version__)} · virtual time · "
+        f"<title>{esc(title, 200)}</title><style>{_STYLE}</style></head>\n<body>\n"
+        f"<h1>{esc(title)}</h1>\n<p class=\"sub\">alarmkit {esc(__version__)} · virtual time · "
         "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
         f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
     )
