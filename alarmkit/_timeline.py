@@ -61,6 +61,7 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "call": (GREY, "line-ns-open", 9, 1),
     "evict": (GREY, "x-thin-open", 9, 1),
 }
+_LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
 ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)
@@ -227,9 +228,13 @@ class _Drawer:
         self.shapes: list[dict] = []
         self.size_factor = 1.0  # markers shrink when lanes are only a few pixels tall
         self.data_ms = (0.0, 1.0)  # the whole run's time span, for the density bins
+        self.by_class = False  # legend entries per kind (False) or per class of alarmkit._kinds
 
     def trace(self, row: int, name: str, group: str, meta: dict, **kw: Any) -> None:
         cls = go.Scattergl if self.large else go.Scatter
+        if self.by_class:  # one legend entry per class of alarmkit._kinds, lines with their events
+            group = kind_class(_LINE_CLASS.get(meta["kind"], meta["kind"]))
+            name = esc(group, LABEL_CHARS)
         show = group not in self.shown
         self.shown.add(group)
         if self.overview and not (meta["role"] == "events" and meta["kind"] in NOTABLE):
@@ -412,7 +417,9 @@ def _focus(panels: list[tuple[str, pd.DataFrame]]) -> tuple[float, float, float]
 
 
 def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int,
-           overview_threshold: int = OVERVIEW_THRESHOLD) -> go.Figure:
+           overview_threshold: int = OVERVIEW_THRESHOLD, legend: str = "kind") -> go.Figure:
+    if legend not in ("kind", "class"):
+        raise AlarmkitError(f"legend must be 'kind' or 'class', got {legend!r}")
     panels = [(label, _mark_duplicates(_lanes(df))) for label, df in panels]
     total = sum(len(df) for _, df in panels)
     lo, view_hi, hi = _focus(panels)
@@ -428,6 +435,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     drawer = _Drawer(fig, scale, unit, large=total > gl_threshold, view_ms=max(view_hi - lo, 1.0),
                      overview=total > max(gl_threshold, overview_threshold))
     drawer.data_ms = (lo, hi)
+    drawer.by_class = legend == "class"
     drawer.size_factor = min(1.0, max(0.2, min(per_lane, 2600 / lanes_total) / 60))
     for i, (_, df) in enumerate(panels, start=1):
         lanes = drawer.draw(df, i)
@@ -461,4 +469,6 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         meta={"unit": unit, "scale": scale, "events": total, "large": drawer.large,
               "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0},
     )
+    if drawer.by_class:
+        fig.update_layout(legend=dict(groupclick="togglegroup", entrywidth=120))
     return fig

@@ -61,13 +61,15 @@ def _select(events, objects=None, kinds=None, runs=None, window=None) -> pd.Data
 
 def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kinds: Iterable[str] | None = None,
              runs: Iterable[int] | None = None, window: tuple[int, int] | None = None, title: str | None = None,
-             gl_threshold: int = GL_THRESHOLD, overview_threshold: int = OVERVIEW_THRESHOLD) -> go.Figure:
+             gl_threshold: int = GL_THRESHOLD, overview_threshold: int = OVERVIEW_THRESHOLD,
+             legend: str = "kind") -> go.Figure:
     """One lane per object on a virtual-time axis; one row per run when ``events`` hold several runs.
 
     ``objects``, ``kinds``, ``runs`` and ``window=(t0_ms, t1_ms)`` filter. Above ``gl_threshold`` events
     the traces are WebGL; above ``overview_threshold`` the figure opens on a density map plus the
     notable events (duplicates, errors, crashes, abandonment, revivals, restarts) and the exported
-    page draws every event once you zoom in on fewer than 100,000. Raises ``AlarmkitError``
+    page draws every event once you zoom in on fewer than 100,000. ``legend="class"`` groups the
+    legend by the classes of ``alarmkit._kinds`` (fewer entries, for narrow views). Raises ``AlarmkitError``
     for a frame that is not a journal's, an unknown kind, or an object or run not in the frame.
     """
     df = _select(events, objects, kinds, runs, window)
@@ -76,7 +78,7 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
     run_ids = list(dict.fromkeys(df["run_id"].fillna(-1)))
     panels = [(f"run {r}" if r != -1 else "run", df[df["run_id"].fillna(-1) == r]) for r in run_ids]
     return _build(panels, title or ("timeline" if len(panels) > 1 else f"timeline · {panels[0][0]}"), gl_threshold,
-                  overview_threshold)
+                  overview_threshold, legend)
 
 
 def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, window=None, title: str = "compare",
