@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._kinds import DUPLICATE, kind_class
+from ._labels import place_labels
 from .errors import AlarmkitError
 from .journal import EVENT_COLUMNS
 
@@ -311,11 +312,7 @@ class _Drawer:
         retry = retry.sort_values(["y", "t_ms"])
         mid_ms = (retry["t_ms"].to_numpy(float) + retry["scheduled_ms"].to_numpy(float)) / 2
         lane = retry["y"].to_numpy()
-        where = ["top center"] * len(lane)
-        for i in range(1, len(lane)):  # a label too close to the one before it in its lane goes under the arrow
-            near = lane[i] == lane[i - 1] and mid_ms[i] - mid_ms[i - 1] < 0.035 * self.view_ms
-            if near and where[i - 1] == "top center":
-                where[i] = "bottom center"
+        where = "top center"  # alarmkit._labels moves a label that would cover another
         text = [f"+{fmt_ms(d.get('base_ms', 0))}" for d in _details(retry["detail"])]
         self.fig.add_trace(go.Scatter(x=mid_ms / self.scale, y=lane - ROW_GAP, text=text, mode="text",
                                           textposition=where, textfont=dict(size=11, color="#8a3d6b"),
@@ -388,6 +385,9 @@ class _Drawer:
             return None
         if kind in ("crash", "restart"):
             return [kind] * len(sub)
+        if kind == "keepalive_arm":  # the keepalive's rung, like a retry's: how far ahead it armed
+            return [f"+{fmt_ms(d['lead_ms'])}" if isinstance(d.get("lead_ms"), int) else ""
+                    for d in _details(sub["detail"])]
         if kind == "fault":
             return [esc(f"fault: {d.get('fault') or d.get('name') or d.get('kind') or '?'}", LABEL_CHARS)
                     for d in _details(sub["detail"])]
@@ -469,6 +469,8 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         meta={"unit": unit, "scale": scale, "events": total, "large": drawer.large,
               "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0},
     )
+    place_labels(fig)
     if drawer.by_class:
-        fig.update_layout(legend=dict(groupclick="togglegroup", entrywidth=120))
+        fig.update_layout(legend=dict(groupclick="togglegroup", entrywidth=0.25, entrywidthmode="fraction",
+                                      font=dict(size=11)))
     return fig

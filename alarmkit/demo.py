@@ -8,7 +8,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .journal import Journal
-from .report import export_run
+from .report import export_folder
 from .scenarios import list_scenarios, run_scenario
 
 __all__ = ["run_demo"]
@@ -31,8 +31,9 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1) ->
             results.append(r)
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
-        for r in tqdm(results, desc="reports", unit="file"):
-            r["report_html"] = str(export_run(journal, r["run_id"], folder / f"{_file_name(r['scenario'])}.html"))
+        names = {f"{_file_name(r['scenario'])}.html": r["run_id"] for r in results}  # one plotly.min.js beside them
+        for r, page in zip(results, export_folder(journal, names, folder, lambda xs: tqdm(xs, desc="reports", unit="file"))):
+            r["report_html"] = str(page)
         # counted in the file: a comparing scenario journals a second run beside its own
         events, runs = journal.sql("SELECT count(*) AS e, count(DISTINCT run_id) AS r FROM events").iloc[0]
     print(f"wrote {events} events from {runs} runs of {len(results)} scenarios to {path}")

@@ -22,7 +22,7 @@ from .errors import AlarmkitError
 from .journal import EVENT_KINDS
 
 __all__ = [
-    "timeline", "compare", "backoff_ladder", "lateness", "KIND_STYLE", "DUPLICATE", "GL_THRESHOLD", "OVERVIEW_THRESHOLD",
+    "timeline", "compare", "backoff_ladder", "keepalive_ladder", "keepalive_rungs", "lateness", "lateness_ms", "KIND_STYLE", "DUPLICATE", "GL_THRESHOLD", "OVERVIEW_THRESHOLD",
     "style", "fmt_ms",
     "esc", "effect_idents", "drawn_kinds",
 ]
@@ -149,6 +149,81 @@ def backoff_ladder(events: pd.DataFrame, profile: Any = "workerd") -> go.Figure:
                       margin=dict(l=90, r=20, t=60, b=60))
     return fig
 
+def keepalive_rungs(events: pd.DataFrame) -> pd.DataFrame:
+    """Each ``keepalive_fire`` with the rung it was armed at: the latest ``keepalive_arm`` of its object
+    before it. Columns: object_id, armed_ms, t_ms, rung, lead_ms, waited_ms, outcome."""
+    df = _check(events)
+    ka = df[df["kind"].isin(["keepalive_arm", "keepalive_fire"])].sort_values(["seq"])
+    rows, armed = [], {}
+    for o, kind, t, d in zip(ka["object_id"], ka["kind"], ka["t_ms"], _details(ka["detail"])):
+        if kind == "keepalive_arm":
+            armed[o] = (int(t), int(d.get("rung", 0)), int(d.get("lead_ms", 0)))
+        elif o in armed:
+            at, rung, lead = armed[o]
+            rows.append((o, at, int(t), rung, lead, int(t) - at, str(d.get("outcome", "?"))))
+    return pd.DataFrame(rows, columns=["object_id", "armed_ms", "t_ms", "rung", "lead_ms", "waited_ms", "outcome"])
+
+
+def keepalive_ladder(events: pd.DataFrame | Mapping[str, pd.DataFrame]) -> go.Figure:
+    """The keepalive's rungs like ``backoff_ladder``'s: the nominal lead of each rung (+10 s, +20 s, ...),
+    and each keepalive fire at its rung by how long after arming it came: a revival filled, a fire
+    the keepalive gated itself (early, idle, budget spent, parked) open and named. ``events`` is one
+    run's frame or a dict label -> events (e.g. celld and workerd)."""
+    runs = dict(events) if isinstance(events, Mapping) else {"": events}
+    arms = {k: v[v["kind"] == "keepalive_arm"] for k, v in runs.items()}
+    if all(a.empty for a in arms.values()):
+        raise AlarmkitError("no keepalive_arm events in this run; the rung ladder needs the guestbook keepalive "
+                            "(e.g. run_scenario('guestbook-crash-loop'))")
+    lead = {}
+    for a in arms.values():
+        for d in _details(a["detail"]):
+            lead.setdefault(int(d.get("rung", 0)), int(d.get("lead_ms", 0)))
+    ladder = sorted(lead)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=ladder, y=[lead[n] / 1000 for n in ladder], mode="lines+markers+text", name="nominal lead of the rung",
+        text=[f"+{fmt_ms(lead[n])}" for n in ladder], textposition="middle left", textfont=dict(size=11, color=BLUE),
+        line=dict(color=BLUE, width=2), marker=dict(size=7), meta={"role": "nominal"},
+        hovertemplate="rung %{x}: armed %{y:.3f} s ahead<extra></extra>"))
+    palette = [ORANGE, GREEN, VERMILION, PURPLE, SKY, BLACK]
+    for i, (label, ev) in enumerate(runs.items()):
+        f = keepalive_rungs(ev)
+        colour, shift = palette[i % len(palette)], (i - (len(runs) - 1) / 2) * 0.12
+        for revived in (True, False):
+            m = (f["outcome"] == "revived") == revived
+            if not m.any():
+                continue
+            what = "revived" if revived else "gated itself"
+            g = f[m]
+            hover = [f"object: {esc(o, HOVER_CHARS)}<br>rung {n} (+{fmt_ms(ld)}): armed at {fmt_ms(a)}, fired at "
+                     f"{fmt_ms(t)}<br>waited {fmt_ms(w)}: {esc(out)}"
+                     for o, n, ld, a, t, w, out in g[["object_id", "rung", "lead_ms", "armed_ms", "t_ms", "waited_ms",
+                                                      "outcome"]].itertuples(index=False)]
+            fig.add_trace(go.Scatter(
+                x=g["rung"].to_numpy(float) + shift, y=g["waited_ms"].to_numpy(float) / 1000,
+                mode="markers" if revived else "markers+text", text=None if revived else [esc(o) for o in g["outcome"]],
+                textposition="middle right", textfont=dict(size=11, color=colour),
+                name=f"{esc(label, LABEL_CHARS)}: {what}".lstrip(": "), hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>", meta={"role": "keepalive", "outcome": what, "label": label},
+                marker=dict(color=colour, symbol="diamond" if revived else "diamond-open", size=12,
+                            line=dict(width=2, color=colour))))
+    fig.update_yaxes(type="log", title_text="armed → fired (s)", gridcolor="#e6e6e6")
+    fig.update_xaxes(title_text="keepalive rung n (armed +10 s << n ahead)", tickvals=ladder,
+                     range=[min(ladder) - 0.6, max(ladder) + 0.6], gridcolor="#f0f0f0")
+    fig.update_layout(template="plotly_white", font=_FONT, height=420, hovermode="closest",
+                      title=dict(text="keepalive rung ladder", x=0.01, xanchor="left"),
+                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0, xanchor="left"),
+                      margin=dict(l=90, r=20, t=60, b=110))
+    return fig
+
+
+
+def lateness_ms(events: pd.DataFrame, against: str = "due") -> pd.DataFrame:
+    """Each fire of a journal frame with its ``late_ms`` (see ``lateness``): the numbers it plots."""
+    if against not in ("due", "scheduled"):
+        raise AlarmkitError(f"against must be 'due' or 'scheduled', got {against!r}")
+    return _lateness_ms(_check(events), against)
+
 
 def _lateness_ms(df: pd.DataFrame, against: str) -> pd.DataFrame:
     """Fires with ``late_ms``. A fire right after a ``retry_scheduled`` of its object (no user
@@ -216,7 +291,11 @@ def lateness(events: pd.DataFrame | Mapping[str, pd.DataFrame], runs: pd.DataFra
                        mean=[v.mean()], boxpoints=False)
         fig.add_trace(go.Box(**box))
     what = "due time (end of backoff for retries)" if against == "due" else "scheduled time"
-    fig.update_xaxes(title_text=f"lateness: fire time − {what} ({unit})", rangemode="tozero", gridcolor="#e6e6e6")
+    lo = min(0.0, min(float(d["late_ms"].min()) for _, d in groups)) / scale
+    hi = top / scale
+    pad = max(0.25 * abs(hi), 0.05 * (hi - lo), 0.5)  # equal values get room around them, not the axis edge
+    fig.update_xaxes(title_text=f"lateness: fire time − {what} ({unit})", range=[lo - (pad if lo < 0 else 0.05 * pad), hi + pad],
+                     gridcolor="#e6e6e6")
     fig.update_layout(template="plotly_white", font=_FONT, showlegend=False, height=180 + 60 * len(groups),
                       title=dict(text="lateness of fires", x=0.01, xanchor="left"), margin=dict(l=160, r=20, t=60, b=60))
     return fig
