@@ -181,8 +181,7 @@ def keepalive_ladder(events: pd.DataFrame | Mapping[str, pd.DataFrame]) -> go.Fi
     ladder = sorted(lead)
     fig = go.Figure()
     fig.add_trace(go.Scatter(
-        x=ladder, y=[lead[n] / 1000 for n in ladder], mode="lines+markers+text", name="nominal lead of the rung",
-        text=[f"+{fmt_ms(lead[n])}" for n in ladder], textposition="middle left", textfont=dict(size=11, color=BLUE),
+        x=ladder, y=[lead[n] / 1000 for n in ladder], mode="lines+markers", name="nominal lead of the rung",
         line=dict(color=BLUE, width=2), marker=dict(size=7), meta={"role": "nominal"},
         hovertemplate="rung %{x}: armed %{y:.3f} s ahead<extra></extra>"))
     palette = [ORANGE, GREEN, VERMILION, PURPLE, SKY, BLACK]
@@ -207,8 +206,12 @@ def keepalive_ladder(events: pd.DataFrame | Mapping[str, pd.DataFrame]) -> go.Fi
                 hovertemplate="%{hovertext}<extra></extra>", meta={"role": "keepalive", "outcome": what, "label": label},
                 marker=dict(color=colour, symbol="diamond" if revived else "diamond-open", size=12,
                             line=dict(width=2, color=colour))))
-    fig.update_yaxes(type="log", title_text="armed → fired (s)", gridcolor="#e6e6e6")
-    fig.update_xaxes(title_text="keepalive rung n (armed +10 s << n ahead)", tickvals=ladder,
+    waits = [lead[n] for n in ladder] + [float(w) for ev in runs.values() for w in keepalive_rungs(ev)["waited_ms"]]
+    ticks = sorted({lead[n] for n in ladder} | {10 ** k for k in range(3, 8) if min(waits) <= 10 ** k <= max(waits)})
+    fig.update_yaxes(type="log", title_text="armed → fired", tickvals=[v / 1000 for v in ticks],
+                     ticktext=[fmt_ms(v) for v in ticks], gridcolor="#e6e6e6")
+    fig.update_xaxes(title_text="keepalive rung n: armed +10 s << n ahead", tickvals=ladder,
+                     ticktext=[f"{n}: +{fmt_ms(lead[n])}" for n in ladder],
                      range=[min(ladder) - 0.6, max(ladder) + 0.6], gridcolor="#f0f0f0")
     fig.update_layout(template="plotly_white", font=_FONT, height=420, hovermode="closest",
                       title=dict(text="keepalive rung ladder", x=0.01, xanchor="left"),
@@ -291,11 +294,14 @@ def lateness(events: pd.DataFrame | Mapping[str, pd.DataFrame], runs: pd.DataFra
                        mean=[v.mean()], boxpoints=False)
         fig.add_trace(go.Box(**box))
     what = "due time (end of backoff for retries)" if against == "due" else "scheduled time"
-    lo = min(0.0, min(float(d["late_ms"].min()) for _, d in groups)) / scale
-    hi = top / scale
-    pad = max(0.25 * abs(hi), 0.05 * (hi - lo), 0.5)  # equal values get room around them, not the axis edge
-    fig.update_xaxes(title_text=f"lateness: fire time − {what} ({unit})", range=[lo - (pad if lo < 0 else 0.05 * pad), hi + pad],
-                     gridcolor="#e6e6e6")
+    low = min(float(d["late_ms"].min()) for _, d in groups) / scale
+    lo, hi = min(0.0, low), top / scale
+    if hi - low <= 0.1 * abs(hi):  # (nearly) equal values: in the middle of the axis, not squashed at its edge
+        span = [min(0.0, lo), 2 * hi] if hi > 0 else [lo - 1, hi + 1]
+    else:
+        pad = 0.05 * (hi - lo)
+        span = [lo - (pad if lo < 0 else 0), hi + pad]
+    fig.update_xaxes(title_text=f"lateness: fire time − {what} ({unit})", range=span, gridcolor="#e6e6e6")
     fig.update_layout(template="plotly_white", font=_FONT, showlegend=False, height=180 + 60 * len(groups),
                       title=dict(text="lateness of fires", x=0.01, xanchor="left"), margin=dict(l=160, r=20, t=60, b=60))
     return fig

@@ -138,7 +138,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     drawn = sorted(classes.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
     rows.append(("on the timeline", ", ".join(f"{c} {k:,}" for c, k in drawn), False))
     objects = list(dict.fromkeys(events["object_id"].dropna().astype(str)))
-    listed = "\n".join(objects[:SHOW_OBJECTS]) + (f"\n… and {len(objects) - SHOW_OBJECTS:,} more"
+    listed = ", ".join(objects[:SHOW_OBJECTS]) + (f", … and {len(objects) - SHOW_OBJECTS:,} more"
                                                   if len(objects) > SHOW_OBJECTS else "")
     rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))
     if n("crash") + n("fault") + n("restart"):
