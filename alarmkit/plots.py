@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ._drawing import _build
 from ._timeline import (
     BLACK, BLUE, DETAIL_LIMIT, DUPLICATE, GL_THRESHOLD, GREEN, KIND_STYLE, ORANGE, OVERVIEW_THRESHOLD, PURPLE, SKY,
     VERMILION, YELLOW,
-    HOVER_CHARS, LABEL_CHARS, _FONT, _build, _check, _details, _unit, drawn_kinds, effect_idents, esc, fmt_ms, style,
+    HOVER_CHARS, LABEL_CHARS, _FONT, _check, _details, _unit, drawn_kinds, effect_idents, esc, fmt_ms, style,
 )
 from .errors import AlarmkitError
 from .journal import EVENT_KINDS

@@ -1,7 +1,7 @@
 """Every demo report, written as ``alarmkit demo`` writes them (one folder, one shared plotly.min.js),
 opened in headless Debian Chromium with the network off: each page draws all its figures fetching
 nothing but that file, and no two rendered texts (labels on the plot, annotations, legend entries,
-titles) overlap or leave their plot area. Measured from the rendered boxes, not by eye.
+titles) overlap or leave their plot area, and no label covers a marker. Measured from the rendered boxes, not by eye.
 
 Set ALARMKIT_SCREENSHOTS=<folder> to keep the screenshots (else they go to the pytest tmp dir).
 """
@@ -42,7 +42,9 @@ TEXTS = """id => {
   add('legend', '.legend .legendtext');
   add('title', '.gtitle, .gtitle-subtitle');
   const legend = gd.querySelector('.legend .bg');
-  return {areas, paper: box(gd), texts, legend: legend ? box(legend) : null};
+  const marks = Array.from(gd.querySelectorAll('.scatterlayer .points path.point')).map(box)
+    .filter(b => b[2] - b[0] > 2 && b[3] - b[1] > 2);  // size-0 points (the ends of an arrow) draw nothing
+  return {areas, paper: box(gd), texts, marks, legend: legend ? box(legend) : null};
 }"""
 
 
@@ -131,6 +133,9 @@ def test_no_text_overlaps_another_or_leaves_its_plot_area_in_any_demo_report(bro
                         visible = [a for a in s["areas"] if _overlap(t["box"], a, 0)]
                         if visible and not any(_inside(t["box"], a) for a in visible):
                             problems.append(f"{path.name} {fid}: label {t['text']!r} leaves its plot area")
+                        covered = sum(_overlap(t["box"], m, 2.0) for m in s["marks"])
+                        if covered:
+                            problems.append(f"{path.name} {fid}: label {t['text']!r} covers {covered} marker(s)")
                     elif not _inside(t["box"], s["paper"]):
                         problems.append(f"{path.name} {fid}: {t['what']} {t['text']!r} leaves the figure")
                     if t["what"] == "legend" and s["legend"] and not _inside(t["box"], s["legend"]):
