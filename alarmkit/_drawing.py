@@ -24,6 +24,8 @@ from ._timeline import (
 )
 from .errors import AlarmkitError
 
+DODGE = 0.09  # lanes between markers of different kinds stacked at one spot
+
 
 class _Drawer:
     """Draws one run (or one label of ``compare``) into one row of a subplot figure."""
@@ -74,12 +76,31 @@ class _Drawer:
         self.spans(df, row)
         self.moves(df, row)
         self.links(df, lane_y, row)
+        if not self.large:
+            df = df.assign(dy=self.dodge(df))
         present = set(df["kind2"].unique())
         for kind in [*KIND_STYLE, *sorted(present - set(KIND_STYLE))]:  # every kind, the known ones in legend order
             if kind in present:
                 self.events(df[df["kind2"] == kind], kind, row)
         self.restarts(df, row)
         return lanes
+
+    def dodge(self, df: pd.DataFrame) -> np.ndarray:
+        """Markers of different kinds at one spot (same lane and sub-row, within ~12 px of a 1,000 px
+        plot) are stacked a little apart instead of drawn over each other: e.g. the runtime's fire,
+        the keepalive's fire and the revival at one instant. Returns each event's shift in lanes."""
+        order = {k: i for i, k in enumerate(KIND_STYLE)}
+        key = pd.DataFrame({"y": df["y"].to_numpy(), "row": [style(k)[3] for k in df["kind2"]],
+                            "bin": np.floor((df["x"].to_numpy(float) * self.scale) / self.view_ms * 1000 / 12),
+                            "rank": [order.get(k, len(order)) for k in df["kind2"]], "kind": df["kind2"].to_numpy()},
+                           index=df.index)
+        kinds = key.drop_duplicates(["y", "row", "bin", "kind"]).sort_values("rank")
+        spot = kinds.groupby(["y", "row", "bin"], sort=False)
+        kinds = kinds.assign(i=spot.cumcount(), n=spot["kind"].transform("size"))
+        step = (kinds["i"] - (kinds["n"] - 1) / 2) * DODGE
+        shift = key.merge(kinds.assign(step=step)[["y", "row", "bin", "kind", "step"]], how="left",
+                          on=["y", "row", "bin", "kind"])["step"]
+        return shift.fillna(0).to_numpy(float)
 
     def spans(self, df: pd.DataFrame, row: int) -> None:
         h = df[df["kind"].isin(["fire", "handler_ok", "handler_error"])].sort_values("seq")
@@ -112,18 +133,23 @@ class _Drawer:
                 self.arrows(sub, start, name, role, line, opacity, dy, row)
         wide = retry[(retry["scheduled_ms"] - retry["t_ms"]) >= 0.01 * self.view_ms]  # room for a label
         if 0 < len(wide) <= LABEL_LIMIT:  # the rung, written over the middle of its wait
-            self.rung_labels(wide, row)
+            self.rung_labels(wide, "rung", "base_ms", row)
+        ka = df[(df["kind"] == "keepalive_arm") & df["scheduled_ms"].notna()]  # the keepalive's rungs, alike
+        wide = ka[(ka["scheduled_ms"] - ka["t_ms"]) >= 0.01 * self.view_ms]
+        if 0 < len(wide) <= LABEL_LIMIT:
+            self.rung_labels(wide, "keepalive rung", "lead_ms", row)
 
-    def rung_labels(self, retry: pd.DataFrame, row: int) -> None:
-        retry = retry.sort_values(["y", "t_ms"])
-        mid_ms = (retry["t_ms"].to_numpy(float) + retry["scheduled_ms"].to_numpy(float)) / 2
-        lane = retry["y"].to_numpy()
+    def rung_labels(self, waits: pd.DataFrame, kind: str, field: str, row: int) -> None:
+        """``+10 s`` over the middle of each wait (a retry's backoff, a keepalive's lead)."""
+        waits = waits.sort_values(["y", "t_ms"])
+        mid_ms = (waits["t_ms"].to_numpy(float) + waits["scheduled_ms"].to_numpy(float)) / 2
+        lane = waits["y"].to_numpy()
         where = "top center"  # alarmkit._labels moves a label that would cover another
-        text = [f"+{fmt_ms(d.get('base_ms', 0))}" for d in _details(retry["detail"])]
+        text = [f"+{fmt_ms(d[field])}" if isinstance(d.get(field), (int, float)) else "" for d in _details(waits["detail"])]
         self.fig.add_trace(go.Scatter(x=mid_ms / self.scale, y=lane - ROW_GAP, text=text, mode="text",
-                                          textposition=where, textfont=dict(size=11, color="#8a3d6b"),
-                                          showlegend=False, hoverinfo="skip", meta={"role": "label", "kind": "rung"}),
-                               row=row, col=1)
+                                      textposition=where, textfont=dict(size=11, color="#8a3d6b"),
+                                      showlegend=False, hoverinfo="skip", meta={"role": "label", "kind": kind}),
+                           row=row, col=1)
 
     def arrows(self, sub: pd.DataFrame, start: str, name: str, role: str, line: dict, opacity: float, dy: float,
                row: int) -> None:
@@ -162,6 +188,8 @@ class _Drawer:
         colour, symbol, size, offset = style(kind)
         n = len(sub)
         ys = sub["y"].to_numpy(np.float32) + np.float32(offset * ROW_GAP)
+        if "dy" in sub:
+            ys = ys + sub["dy"].to_numpy(np.float32)
         size = max(3, round(size * self.size_factor))
         outline = "#333" if kind == "fault" else colour  # yellow needs a dark edge on white
         marker = dict(color=colour, symbol=symbol, size=size, line=dict(width=1, color=outline))
@@ -191,9 +219,6 @@ class _Drawer:
             return None
         if kind in ("crash", "restart"):
             return [kind] * len(sub)
-        if kind == "keepalive_arm":  # the keepalive's rung, like a retry's: how far ahead it armed
-            return [f"+{fmt_ms(d['lead_ms'])}" if isinstance(d.get("lead_ms"), int) else ""
-                    for d in _details(sub["detail"])]
         if kind == "fault":
             return [esc(f"fault: {d.get('fault') or d.get('name') or d.get('kind') or '?'}", LABEL_CHARS)
                     for d in _details(sub["detail"])]
@@ -263,7 +288,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     fig.update_layout(shapes=drawer.shapes)
     if len(panels) > 1:  # zoom on one row moves the others
         fig.update_xaxes(matches="x")
-    legend_h = 30 * -(-sum(1 for t in fig.data if t.showlegend) // 5) + 10  # ~5 entries a row
+    legend_h = 30 * -(-sum(1 for t in fig.data if t.showlegend) // (4 if drawer.by_class else 5)) + 10  # entries a row
     fig.update_layout(
         template="plotly_white", font=_FONT, height=min(2600, plot_h + 95 + 60 + legend_h),
         title=dict(text=esc(title, 3 * LABEL_CHARS), x=0.01, xanchor="left", y=1, yref="container", yanchor="top", pad=dict(t=14),
@@ -277,6 +302,6 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     )
     place_labels(fig)
     if drawer.by_class:
-        fig.update_layout(legend=dict(groupclick="togglegroup", entrywidth=0.25, entrywidthmode="fraction",
-                                      font=dict(size=11)))
+        # four entries a row in a ~560 px plot: 92 px of text beside each 40 px symbol
+        fig.update_layout(legend=dict(groupclick="togglegroup", entrywidth=92, font=dict(size=10)))
     return fig

@@ -19,7 +19,7 @@ CHAR_PX, LINE_PX, PAD = 7.0, 14.0, 2.0  # an 11 px label's character width and l
 SIDES = ["bottom center", "top center", "middle right", "middle left", "top right", "bottom right",
          "top left", "bottom left"]
 # Rarer, more telling labels are placed first; the many small ones take the room that is left.
-PRIORITY = ["abandoned", "revive", "crash", "restart", "fault", "rung", "keepalive_arm"]
+PRIORITY = ["abandoned", "revive", "crash", "restart", "fault", "rung", "keepalive rung"]
 
 
 def _box(side: str, px: float, py: float, s: float, w: float, h: float) -> tuple[float, float, float, float]:
@@ -47,7 +47,7 @@ def _hits(box, boxes: np.ndarray) -> bool:
 class _Axes:
     """Data -> pixel for one subplot row, from the figure's layout."""
 
-    def __init__(self, fig: go.Figure, yname: str) -> None:
+    def __init__(self, fig: go.Figure, yname: str, width: float) -> None:
         lay = fig.layout
         height = (lay.height or 450) - (lay.margin.t or 0) - (lay.margin.b or 0)
         yaxis = lay[yname.replace("y", "yaxis", 1)]
@@ -56,7 +56,7 @@ class _Axes:
         self.h = max(1.0, height * (d1 - d0))
         self.y0, self.y1 = yaxis.range  # reversed for lanes: the first value is at the bottom
         self.x0, self.x1 = (xaxis.range or lay.xaxis.range)
-        self.w = float(NOMINAL_WIDTH)
+        self.w = float(width)
 
     def px(self, x: np.ndarray) -> np.ndarray:
         return (np.asarray(x, float) - self.x0) / (self.x1 - self.x0) * self.w
@@ -72,9 +72,9 @@ def _sizes(trace: Any, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(size, float), (n,)).copy() if np.ndim(size) else np.full(n, float(size))
 
 
-def place_labels(fig: go.Figure) -> int:
-    """Give every text label of ``fig`` a side free of other labels and markers; returns how many were
-    dropped (their text emptied: the point's hover still says it)."""
+def place_labels(fig: go.Figure, width: float = NOMINAL_WIDTH) -> int:
+    """Give every text label of ``fig`` a side free of other labels and markers, for a plot area
+    ``width`` px wide; returns how many were dropped (their text emptied: the point's hover still says it)."""
     rows: dict[str, dict] = {}
     for t in fig.data:
         if not isinstance(t, (go.Scatter, go.Scattergl)) or t.x is None or t.visible == "legendonly":
@@ -88,7 +88,7 @@ def place_labels(fig: go.Figure) -> int:
     for yname, row in rows.items():
         if not row["labels"]:
             continue
-        ax = _Axes(fig, yname)
+        ax = _Axes(fig, yname, width)
         marks: list = []
         for t in row["obstacles"]:
             x, y = ax.px(t.x), ax.py(t.y)

@@ -18,12 +18,15 @@ import plotly.graph_objects as go
 from .errors import AlarmkitError
 from .journal import Journal
 from .plots import timeline
+from ._labels import place_labels
 from ._timeline import _unit
 from .profiles import PROFILES, Latency
 from .report import export_run
 from .scenarios import get_scenario, run_scenario
 
 __all__ = ["Explorer"]
+
+WIDGET_PLOT_PX = 560  # the plot area of the explorer's 700 px figure
 
 _LABELS = {
     "ttl_ms": "lease lifetime (ms)", "leases": "number of leases", "spacing_ms": "between leases (ms)",
@@ -68,6 +71,7 @@ def _for_widget(fig: go.Figure, end_ms: int) -> go.Figure:
     if fig.layout.xaxis.range is not None:
         lo = fig.layout.xaxis.range[0]
         fig.update_xaxes(range=[lo, max(fig.layout.xaxis.range[1], end_ms * 1.04 / scale)])
+        place_labels(fig, WIDGET_PLOT_PX)  # the labels were placed for a report's wider plot
     return fig
 
 

@@ -282,6 +282,9 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
+            console = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
             try:
                 _run_all(page, lab, shots)
                 explorer = page.locator(".jp-NotebookPanel .widget-vbox").last
@@ -327,6 +330,7 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
             except BaseException:
                 page.screenshot(path=str(shots / "failure.png"))
                 print(f"screenshot: {shots / 'failure.png'}")
+                print("\n".join(console[-30:]))
                 raise
         finally:
             browser.close()

@@ -85,8 +85,10 @@ def test_the_comparison_report_draws_both_runs_on_one_axis_and_names_the_differe
 def test_keepalive_rungs_are_labelled_and_the_ladder_shows_self_gated_fires(demo):
     j, runs = demo
     ev = j.events(runs["guestbook-crash-loop"])
-    arm = next(t for t in timeline(ev).data if (t.meta or {}).get("kind") == "keepalive_arm")
-    assert [x for x in arm.text if x] == ["+10 s", "+20 s", "+40 s", "+80 s", "+10 s", "+20 s"]
+    (rungs,) = [t for t in timeline(ev).data if (t.meta or {}).get("kind") == "keepalive rung"]
+    assert list(rungs.text) == ["+10 s", "+20 s", "+40 s", "+80 s", "+10 s", "+20 s"]  # none dropped
+    arms = ev[ev.kind == "keepalive_arm"]
+    assert list(rungs.x) == [(t + s) / 2 / 1000 for t, s in zip(arms.t_ms, arms.scheduled_ms)]  # mid-wait
     fig = keepalive_ladder(ev)
     assert list(fig.layout.xaxis.ticktext) == ["0: +10 s", "1: +20 s", "2: +40 s", "3: +80 s"]
     gated = next(t for t in fig.data if (t.meta or {}).get("outcome") == "gated itself")
