@@ -76,13 +76,18 @@ def _for_widget(fig: go.Figure, end_ms: int) -> go.Figure:
 
 
 def _still(figure: go.FigureWidget) -> str:
-    """The figure as static HTML for an exported notebook (nbconvert), never fetching plotly.js from a
-    CDN: when plotly's notebook renderer is on, it has put plotly.js in the notebook once already;
-    otherwise the still carries it inline."""
-    import plotly.io as pio
+    """The figure as static HTML for an exported notebook (nbconvert shows it when the notebook
+    stores no widget state: ``--ExecutePreprocessor.store_widget_state=False``), never fetching
+    plotly.js from a CDN."""
+    try:  # the notebook renderer's: plotly.js once per notebook, like every other figure
+        from ._notebook import offline_html
+    except ImportError:  # without it: plotly.js inline in the still, unless plotly's notebook mode put it there
+        import plotly.io as pio
 
-    inline = "notebook" not in str(pio.renderers.default or "").split("+")
-    html_ = go.Figure(figure).to_html(full_html=False, include_plotlyjs=inline, config={"displaylogo": False})
+        inline = "notebook" not in str(pio.renderers.default or "").split("+")
+        html_ = go.Figure(figure).to_html(full_html=False, include_plotlyjs=inline, config={"displaylogo": False})
+    else:
+        html_ = offline_html(go.Figure(figure))
     return f'<div class="alarmkit-explorer-still">{html_}</div>'
 
 

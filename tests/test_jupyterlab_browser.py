@@ -240,6 +240,7 @@ FIGURE_STATE = """e => {
   const area = gd.querySelector('.cartesianlayer .bg, .bglayer .bg, .draglayer .nsewdrag');
   return {
     shapes: (gd.layout.shapes || []).map(s => [s.type, s.x0]).sort(),
+    events: gd.data.filter(t => t.meta && t.meta.role === 'events').reduce((n, t) => n + t.x.length, 0),
     annotations: (gd.layout.annotations || []).map(a => a.text),
     drawnShapes: gd.querySelectorAll('.shapelayer path').length,
     drawnAnnotations: Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.textContent),
@@ -262,9 +263,9 @@ def _expected(events, t_ms: int) -> dict:
     """From the journal: the restart lines and downtime bands up to ``t_ms`` (seconds on the axis)."""
     restarts = events[(events.kind == "restart") & (events.t_ms <= t_ms)]
     if (events.t_ms <= t_ms).sum() == 0:
-        return {"shapes": [], "annotations": [f"nothing has happened by {t_ms / 1000:.3f} s"]}
+        return {"shapes": [], "annotations": [f"nothing has happened by {t_ms / 1000:.3f} s"], "events": 0}
     shapes = sorted([("line", t / 1000) for t in restarts.t_ms] + [("rect", t / 1000) for t in restarts.t_ms])
-    return {"shapes": [list(s) for s in shapes], "annotations": []}
+    return {"shapes": [list(s) for s in shapes], "annotations": [], "events": int((events.t_ms <= t_ms).sum())}
 
 
 @pytest.mark.parametrize("lab", [KEEPALIVE], indirect=True)
@@ -303,7 +304,7 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
 
                     def settled():
                         s = explorer.evaluate(FIGURE_STATE)
-                        same = s["shapes"] == want["shapes"] and s["annotations"] == want["annotations"]
+                        same = all(s[k] == want[k] for k in ("shapes", "annotations", "events"))
                         return s if same and s["drawnShapes"] == len(want["shapes"]) else None
 
                     try:
