@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 from ._paths import output_folder
 from .errors import AlarmkitError
 from .journal import Journal
-from .report import export_run, is_report
+from .report import export_folder, is_report
 from .scenarios import list_scenarios, run_scenario
 
 __all__ = ["run_demo"]
@@ -45,8 +45,9 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1, fr
         output_folder(folder, "--out")
         for sc in tqdm(scenarios, desc="scenarios", unit="run"):
             results.append(run_scenario(sc.name, seed=seed, journal=journal).to_dict())  # plain data: no live sim
-        for r in tqdm(results, desc="reports", unit="file"):
-            r["report_html"] = str(export_run(journal, r["run_id"], targets[r["scenario"]]))
+        names = {targets[r["scenario"]].name: r["run_id"] for r in results}  # one plotly.min.js beside them
+        for r, page in zip(results, export_folder(journal, names, folder, lambda xs: tqdm(xs, desc="reports", unit="file"))):
+            r["report_html"] = str(page)
         # counted in the file: a comparing scenario journals a second run beside its own
         events, runs, last = journal.sql(
             "SELECT count(*) AS e, count(DISTINCT run_id) AS r, max(run_id) AS m FROM events WHERE run_id >= ?",
@@ -60,5 +61,5 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1, fr
     else:
         print(f"appended {events} events from {runs} runs ({span}) of {len(results)} scenarios to {path}, "
               f"which held {before} runs before (--fresh empties it first)")
-    print(f"wrote {len(results)} HTML reports to {folder}/ (open them in a browser; they work offline)")
+    print(f"wrote {len(results)} HTML reports to {folder}/ (open them in a browser; they work offline, loading the plotly.min.js beside them)")
     return results

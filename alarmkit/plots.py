@@ -13,18 +13,19 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ._drawing import _build
 from ._timeline import (
     BLACK, BLUE, DETAIL_LIMIT, DUPLICATE, GL_THRESHOLD, GREEN, KIND_STYLE, ORANGE, OVERVIEW_THRESHOLD, PURPLE, SKY,
     VERMILION, YELLOW,
-    _FONT, _build, _check, _details, _unit, effect_idents, esc, fmt_ms, style,
+    HOVER_CHARS, LABEL_CHARS, _FONT, _check, _details, _unit, drawn_kinds, effect_idents, esc, fmt_ms, style,
 )
 from .errors import AlarmkitError
 from .journal import EVENT_KINDS
 
 __all__ = [
-    "timeline", "compare", "backoff_ladder", "lateness", "KIND_STYLE", "DUPLICATE", "GL_THRESHOLD", "OVERVIEW_THRESHOLD",
+    "timeline", "compare", "backoff_ladder", "keepalive_ladder", "keepalive_rungs", "lateness", "lateness_ms", "KIND_STYLE", "DUPLICATE", "GL_THRESHOLD", "OVERVIEW_THRESHOLD",
     "style", "fmt_ms",
-    "esc", "effect_idents",
+    "esc", "effect_idents", "drawn_kinds",
 ]
 
 
@@ -61,13 +62,15 @@ def _select(events, objects=None, kinds=None, runs=None, window=None) -> pd.Data
 
 def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kinds: Iterable[str] | None = None,
              runs: Iterable[int] | None = None, window: tuple[int, int] | None = None, title: str | None = None,
-             gl_threshold: int = GL_THRESHOLD, overview_threshold: int = OVERVIEW_THRESHOLD) -> go.Figure:
+             gl_threshold: int = GL_THRESHOLD, overview_threshold: int = OVERVIEW_THRESHOLD,
+             legend: str = "kind") -> go.Figure:
     """One lane per object on a virtual-time axis; one row per run when ``events`` hold several runs.
 
     ``objects``, ``kinds``, ``runs`` and ``window=(t0_ms, t1_ms)`` filter. Above ``gl_threshold`` events
     the traces are WebGL; above ``overview_threshold`` the figure opens on a density map plus the
     notable events (duplicates, errors, crashes, abandonment, revivals, restarts) and the exported
-    page draws every event once you zoom in on fewer than 100,000. Raises ``AlarmkitError``
+    page draws every event once you zoom in on fewer than 100,000. ``legend="class"`` groups the
+    legend by the classes of ``alarmkit._kinds`` (fewer entries, for narrow views). Raises ``AlarmkitError``
     for a frame that is not a journal's, an unknown kind, or an object or run not in the frame.
     """
     df = _select(events, objects, kinds, runs, window)
@@ -76,7 +79,7 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
     run_ids = list(dict.fromkeys(df["run_id"].fillna(-1)))
     panels = [(f"run {r}" if r != -1 else "run", df[df["run_id"].fillna(-1) == r]) for r in run_ids]
     return _build(panels, title or ("timeline" if len(panels) > 1 else f"timeline · {panels[0][0]}"), gl_threshold,
-                  overview_threshold)
+                  overview_threshold, legend)
 
 
 def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, window=None, title: str = "compare",
@@ -129,7 +132,7 @@ def backoff_ladder(events: pd.DataFrame, profile: Any = "workerd") -> go.Figure:
         delay = det.loc[m, "delay_ms"].astype(float).to_numpy()
         kw: dict[str, Any] = dict(hovertemplate=f"{name}: rung %{{x}}, waited %{{y:.3f}} s<extra></extra>")
         if m.sum() <= DETAIL_LIMIT:
-            hover = [f"object: {esc(o)}<br>rung {int(n)}: waited {fmt_ms(w)} (base {fmt_ms(b)} + jitter {fmt_ms(j)})"
+            hover = [f"object: {esc(o, HOVER_CHARS)}<br>rung {int(n)}: waited {fmt_ms(w)} (base {fmt_ms(b)} + jitter {fmt_ms(j)})"
                      f"<br>scheduled at {fmt_ms(t)} for {fmt_ms(s)}"
                      for o, n, w, b, j, t, s in zip(r.loc[m, "object_id"], rungs[m], delay, det.loc[m, "base_ms"],
                                                     det.loc[m, "jitter_ms"], r.loc[m, "t_ms"], r.loc[m, "scheduled_ms"])]
@@ -146,6 +149,87 @@ def backoff_ladder(events: pd.DataFrame, profile: Any = "workerd") -> go.Figure:
                       title=dict(text=f"backoff ladder · profile {esc(prof.name)}", x=0.01, xanchor="left"),
                       margin=dict(l=90, r=20, t=60, b=60))
     return fig
+
+def keepalive_rungs(events: pd.DataFrame) -> pd.DataFrame:
+    """Each ``keepalive_fire`` with the rung it was armed at: the latest ``keepalive_arm`` of its object
+    before it. Columns: object_id, armed_ms, t_ms, rung, lead_ms, waited_ms, outcome."""
+    df = _check(events)
+    ka = df[df["kind"].isin(["keepalive_arm", "keepalive_fire"])].sort_values(["seq"])
+    rows, armed = [], {}
+    for o, kind, t, d in zip(ka["object_id"], ka["kind"], ka["t_ms"], _details(ka["detail"])):
+        if kind == "keepalive_arm":
+            armed[o] = (int(t), int(d.get("rung", 0)), int(d.get("lead_ms", 0)))
+        elif o in armed:
+            at, rung, lead = armed[o]
+            rows.append((o, at, int(t), rung, lead, int(t) - at, str(d.get("outcome", "?"))))
+    return pd.DataFrame(rows, columns=["object_id", "armed_ms", "t_ms", "rung", "lead_ms", "waited_ms", "outcome"])
+
+
+def keepalive_ladder(events: pd.DataFrame | Mapping[str, pd.DataFrame]) -> go.Figure:
+    """The keepalive's rungs like ``backoff_ladder``'s: the nominal lead of each rung (+10 s, +20 s, ...),
+    and each keepalive fire at its rung by how long after arming it came: a revival filled, a fire
+    the keepalive gated itself (early, idle, budget spent, parked) open and named. ``events`` is one
+    run's frame or a dict label -> events (e.g. celld and workerd)."""
+    runs = dict(events) if isinstance(events, Mapping) else {"": events}
+    arms = {k: v[v["kind"] == "keepalive_arm"] for k, v in runs.items()}
+    if all(a.empty for a in arms.values()):
+        raise AlarmkitError("no keepalive_arm events in this run; the rung ladder needs the guestbook keepalive "
+                            "(e.g. run_scenario('guestbook-crash-loop'))")
+    lead = {}
+    for a in arms.values():
+        for d in _details(a["detail"]):
+            lead.setdefault(int(d.get("rung", 0)), int(d.get("lead_ms", 0)))
+    ladder = sorted(lead)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=ladder, y=[lead[n] / 1000 for n in ladder], mode="lines+markers", name="nominal lead of the rung",
+        line=dict(color=BLUE, width=2), marker=dict(size=7), meta={"role": "nominal"},
+        hovertemplate="rung %{x}: armed %{y:.3f} s ahead<extra></extra>"))
+    palette = [ORANGE, GREEN, VERMILION, PURPLE, SKY, BLACK]
+    for i, (label, ev) in enumerate(runs.items()):
+        f = keepalive_rungs(ev)
+        colour, shift = palette[i % len(palette)], (i - (len(runs) - 1) / 2) * 0.12
+        for revived in (True, False):
+            m = (f["outcome"] == "revived") == revived
+            if not m.any():
+                continue
+            what = "revived" if revived else "gated itself"
+            g = f[m]
+            hover = [f"object: {esc(o, HOVER_CHARS)}<br>rung {n} (+{fmt_ms(ld)}): armed at {fmt_ms(a)}, fired at "
+                     f"{fmt_ms(t)}<br>waited {fmt_ms(w)}: {esc(out)}"
+                     for o, n, ld, a, t, w, out in g[["object_id", "rung", "lead_ms", "armed_ms", "t_ms", "waited_ms",
+                                                      "outcome"]].itertuples(index=False)]
+            fig.add_trace(go.Scatter(
+                x=g["rung"].to_numpy(float) + shift, y=g["waited_ms"].to_numpy(float) / 1000,
+                mode="markers" if revived else "markers+text", text=None if revived else [esc(o) for o in g["outcome"]],
+                textposition="middle right", textfont=dict(size=11, color=colour),
+                name=f"{esc(label, LABEL_CHARS)}: {what}".lstrip(": "), hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>", meta={"role": "keepalive", "outcome": what, "label": label},
+                marker=dict(color=colour, symbol="diamond" if revived else "diamond-open", size=12,
+                            line=dict(width=2, color=colour))))
+    waits = [lead[n] for n in ladder] + [float(w) for ev in runs.values() for w in keepalive_rungs(ev)["waited_ms"]]
+    if max(waits) > 20 * max(min(waits), 1):  # rungs double: a wide ladder reads best on a log axis
+        ticks = sorted({lead[n] for n in ladder} | {10 ** k for k in range(3, 8) if min(waits) <= 10 ** k <= max(waits)})
+        fig.update_yaxes(type="log", tickvals=[v / 1000 for v in ticks], ticktext=[fmt_ms(v) for v in ticks])
+    else:
+        fig.update_yaxes(rangemode="tozero", ticksuffix=" s")
+    fig.update_yaxes(title_text="armed → fired", gridcolor="#e6e6e6")
+    fig.update_xaxes(title_text="keepalive rung n: armed +10 s << n ahead", tickvals=ladder,
+                     ticktext=[f"{n}: +{fmt_ms(lead[n])}" for n in ladder],
+                     range=[min(ladder) - 0.6, max(ladder) + 0.6], gridcolor="#f0f0f0")
+    fig.update_layout(template="plotly_white", font=_FONT, height=420, hovermode="closest",
+                      title=dict(text="keepalive rung ladder", x=0.01, xanchor="left"),
+                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0, xanchor="left"),
+                      margin=dict(l=90, r=20, t=60, b=110))
+    return fig
+
+
+
+def lateness_ms(events: pd.DataFrame, against: str = "due") -> pd.DataFrame:
+    """Each fire of a journal frame with its ``late_ms`` (see ``lateness``): the numbers it plots."""
+    if against not in ("due", "scheduled"):
+        raise AlarmkitError(f"against must be 'due' or 'scheduled', got {against!r}")
+    return _lateness_ms(_check(events), against)
 
 
 def _lateness_ms(df: pd.DataFrame, against: str) -> pd.DataFrame:
@@ -199,22 +283,29 @@ def lateness(events: pd.DataFrame | Mapping[str, pd.DataFrame], runs: pd.DataFra
     fig = go.Figure()
     for i, (g, d) in enumerate(groups):
         colour = palette[i % len(palette)]
-        box: dict[str, Any] = dict(name=esc(g), orientation="h", line=dict(color=colour),
+        box: dict[str, Any] = dict(name=esc(g, LABEL_CHARS), orientation="h", line=dict(color=colour),
                                    meta={"role": "lateness", "n": len(d)}, marker=dict(color=colour, size=6, opacity=0.7))
         v = d["late_ms"].to_numpy(float) / scale
         if len(d) <= DETAIL_LIMIT:
-            hover = [f"object: {esc(o)}<br>fired at {fmt_ms(t)}, {fmt_ms(late)} late<br>retry_count {rc}"
+            hover = [f"object: {esc(o, HOVER_CHARS)}<br>fired at {fmt_ms(t)}, {fmt_ms(late)} late<br>retry_count {rc}"
                      for o, t, late, rc in zip(d["object_id"], d["t_ms"], d["late_ms"], d["retry_count"])]
             box.update(x=v, boxpoints="all", jitter=0.4, pointpos=0, hovertext=hover, hoverinfo="text")
         else:  # many fires: the box from its statistics, not from every point (keeps the HTML small)
             q1, med, q3 = np.percentile(v, [25, 50, 75])
             lo_f, hi_f = v[v >= q1 - 1.5 * (q3 - q1)].min(), v[v <= q3 + 1.5 * (q3 - q1)].max()
-            label = esc(f"{g} (n={len(d):,}, max {fmt_ms(v.max() * scale)})")
+            label = esc(g, LABEL_CHARS) + esc(f" (n={len(d):,}, max {fmt_ms(v.max() * scale)})")
             box.update(y=[label], name=label, q1=[q1], median=[med], q3=[q3], lowerfence=[lo_f], upperfence=[hi_f],
                        mean=[v.mean()], boxpoints=False)
         fig.add_trace(go.Box(**box))
     what = "due time (end of backoff for retries)" if against == "due" else "scheduled time"
-    fig.update_xaxes(title_text=f"lateness: fire time − {what} ({unit})", rangemode="tozero", gridcolor="#e6e6e6")
+    low = min(float(d["late_ms"].min()) for _, d in groups) / scale
+    lo, hi = min(0.0, low), top / scale
+    if hi - low <= 0.1 * abs(hi):  # (nearly) equal values: in the middle of the axis, not squashed at its edge
+        span = [min(0.0, lo), 2 * hi] if hi > 0 else [lo - 1, hi + 1]
+    else:
+        pad = 0.05 * (hi - lo)
+        span = [lo - (pad if lo < 0 else 0), hi + pad]
+    fig.update_xaxes(title_text=f"lateness: fire time − {what} ({unit})", range=span, gridcolor="#e6e6e6")
     fig.update_layout(template="plotly_white", font=_FONT, showlegend=False, height=180 + 60 * len(groups),
                       title=dict(text="lateness of fires", x=0.01, xanchor="left"), margin=dict(l=160, r=20, t=60, b=60))
     return fig

@@ -2,30 +2,38 @@
 
 The file opens offline: no CDN, no fonts or images fetched, and a Content-Security-Policy that
 forbids the page to load anything. Every string from a journal or a scenario is escaped.
+A folder of reports (``export_folder``, used by ``alarmkit demo``) shares one ``plotly.min.js``
+written beside them instead: the pages load only that file, still offline.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from .errors import AlarmkitError
-from .plots import backoff_ladder, effect_idents, fmt_ms, lateness, timeline
+from ._kinds import CLASS_OF, class_counts
+from .plots import (
+    backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
+)
 
-__all__ = ["export_html", "export_run", "report_html", "run_figures", "summary_rows"]
+__all__ = ["export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
 
 # The page may run its own inline scripts (plotly; WebGL traces need eval) and nothing may be fetched.
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:; worker-src blob:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+# The same, for a page of a folder that loads the plotly.js file beside it (and nothing else).
+CSP_SHARED = CSP.replace("script-src ", "script-src 'self' file: ")
+PLOTLY_FILE = "plotly.min.js"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False,
                "toImageButtonOptions": {"format": "png", "scale": 2}}
+SHOW_OBJECTS = 12  # the summary names this many object ids in full (the figures cut long ones)
 SHOW_DUPLICATES = 8  # a run with thousands of duplicate effects names the first few in its summary
 # After each figure's first render: a counter that tests and benchmarks wait for (no data in it).
 _RENDERED = ("window.alarmkitRendered = (window.alarmkitRendered || 0) + 1;"
@@ -96,10 +104,10 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
                  ) -> list[tuple[str, str, bool]]:
     """(label, plain text, is-bad) rows for a run's summary table; nothing here is HTML yet."""
     run = run or {}
-    kinds = events["kind"].value_counts()
+    classes = class_counts(drawn_kinds(events)) if len(events) else {}
 
-    def n(kind: str) -> int:
-        return int(kinds.get(kind, 0))
+    def n(cls: str) -> int:  # counted by class (alarmkit._kinds), as the timeline's marks are
+        return int(classes.get(cls, 0))
 
     fires = events[events["kind"] == "fire"]
     retries = int((fires["retry_count"].fillna(0) > 0).sum())
@@ -116,8 +124,8 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
         ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
         ("attempts", f"{len(fires)} alarm() runs ({retries} {'retry' if retries == 1 else 'retries'}); "
-                     f"{n('handler_ok')} ok, {n('handler_error')} failed, {n('abandoned')} abandoned, "
-                     f"{n('revive')} revived", False),
+                     f"{n('handler ok')} ok, {n('handler failed')} failed, {n('abandoned')} abandoned, "
+                     f"{n('revived')} revived", False),
         ("effects", f"{sum(effects.values())} run, {len(effects)} distinct", False),
     ]
     if dups:
@@ -126,6 +134,13 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         if len(dups) > len(shown):
             text += f" … and {len(dups) - len(shown):,} more (the timeline marks each one)"
         rows.append(("duplicate effects", f"{len(dups):,}: {text}", True))
+    order = list(dict.fromkeys(CLASS_OF.values()))
+    drawn = sorted(classes.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+    rows.append(("on the timeline", ", ".join(f"{c} {k:,}" for c, k in drawn), False))
+    objects = list(dict.fromkeys(events["object_id"].dropna().astype(str)))
+    listed = ", ".join(objects[:SHOW_OBJECTS]) + (f", … and {len(objects) - SHOW_OBJECTS:,} more"
+                                                  if len(objects) > SHOW_OBJECTS else "")
+    rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))
     if n("crash") + n("fault") + n("restart"):
         rows.append(("crashes, faults, restarts", f"{n('crash')}, {n('fault')}, {n('restart')}", False))
     from ._applied import journal_summary  # plan entries that injected nothing, from the runs row
@@ -150,47 +165,98 @@ def _violation(v: Any) -> str:
     return d if isinstance(d, str) else json.dumps(d, default=str)
 
 
-def run_figures(events: pd.DataFrame, run: dict | None = None) -> list[go.Figure]:
-    """The report's figures: the timeline, then the backoff ladder and lateness when the run has them."""
+def run_figures(events: pd.DataFrame, run: dict | None = None,
+                peers: Mapping[str, pd.DataFrame] | None = None) -> list[go.Figure]:
+    """The report's figures: the timeline (with ``peers``, e.g. ``{"workerd": events}``, the
+    ``compare`` figure of this run and them on one time axis), then the retry ladder, the keepalive's
+    rung ladder and lateness when the run has them."""
     run = run or {}
     title = " · ".join(str(x) for x in (run.get("scenario"), f"run {run['run_id']}" if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
-    figs = [timeline(events, title=title)]
+    mine = {_label(run, "this run"): events}
+    if peers:
+        figs = [compare({**mine, **peers}, title=f"{run.get('scenario', 'compare')}: {' vs '.join([*mine, *peers])}")]
+    else:
+        figs = [timeline(events, title=title)]
     if (events["kind"] == "retry_scheduled").any():
         try:
             figs.append(backoff_ladder(events, profile=run.get("profile") or "workerd"))
         except AlarmkitError:  # a profile this process does not know: the ladder of the default one
             figs.append(backoff_ladder(events))
+    if (events["kind"] == "keepalive_arm").any():
+        figs.append(keepalive_ladder({**mine, **(peers or {})}))
     if (events["kind"] == "fire").any():
-        figs.append(lateness(events))
+        figs.append(lateness({**mine, **peers} if peers else events))
     return figs
 
 
 _HEAD = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
 GENERATOR = '<meta name="generator" content="alarmkit">'
+def _label(run: dict, default: str) -> str:
+    return str(run.get("profile") or default)
+
+
+def peer_runs(journal: Any, run: dict) -> dict[str, pd.DataFrame]:
+    """The runs a comparing scenario journaled beside ``run`` (``params.compare_profile``): the
+    next run of the same scenario and seed whose ``params.compared_with`` names this run's profile."""
+    other = (run.get("params") or {}).get("compare_profile")
+    if not other or run.get("run_id") is None:
+        return {}
+    runs = journal.runs()
+    later = runs[(runs["scenario"] == run.get("scenario")) & (runs["run_id"] > run["run_id"])
+                 & (runs["profile"] == other) & (runs["seed"] == run.get("seed"))]
+    for _, r in later.iterrows():
+        if json.loads(r["params"] or "{}").get("compared_with") == run.get("profile"):
+            return {str(other): journal.events(int(r["run_id"]))}
+    return {}
+
+
+def difference_line(runs: Mapping[str, pd.DataFrame], over_ms: int = 1_000) -> str:
+    """How late each run fired, named: ``celld fired 45.0, 32.0, 19.0, 6.0 s late; workerd 2 ms at most``
+    (the fires later than ``over_ms`` in time order, else the worst lateness)."""
+    parts = []
+    for label, ev in runs.items():
+        late = lateness_ms(ev)["late_ms"]
+        big = late[late > over_ms]
+        if len(big):
+            shown = ", ".join(f"{v / 1000:.1f}" for v in big.iloc[:SHOW_DUPLICATES])
+            more = f" and {len(big) - SHOW_DUPLICATES} more" if len(big) > SHOW_DUPLICATES else ""
+            parts.append(f"{label} fired {shown}{more} s late")
+        elif len(late):
+            parts.append(f"{label} {fmt_ms(late.max())} at most")
+        else:
+            parts.append(f"{label} never fired")
+    return "; ".join(parts)
 
 
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
-                rows: Sequence[tuple[str, str, bool]] = ()) -> str:
-    """The page as a string: plotly.js once, inline; every title and table cell escaped."""
+                rows: Sequence[tuple[str, str, bool]] = (), plotlyjs: str = "inline") -> str:
+    """The page as a string: plotly.js once, inline (or, with ``plotlyjs=PLOTLY_FILE``, loaded from
+    that file beside the page); every title and table cell escaped."""
     from . import __version__
 
     figures = list(figures)
     if not figures or not all(isinstance(f, go.Figure) for f in figures):
         raise AlarmkitError(f"report_html needs plotly figures, got {[type(f).__name__ for f in figures]}")
-    table = "".join(f"<tr><th>{html.escape(k)}</th><td{' class=bad' if bad else ''}>{html.escape(v)}</td></tr>"
+    table = "".join(f"<tr><th>{esc(k)}</th><td{' class=bad' if bad else ''}>{esc(v)}</td></tr>"
                     for k, v, bad in rows)
-    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), config=PLOT_CONFIG, div_id=f"figure-{i}",
+    if plotlyjs not in ("inline", PLOTLY_FILE):
+        raise AlarmkitError(f"plotlyjs is 'inline' or {PLOTLY_FILE!r}, got {plotlyjs!r}")
+    shared = plotlyjs != "inline"
+    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0 and not shared), config=PLOT_CONFIG,
+                        div_id=f"figure-{i}",
                         post_script=[_RENDERED] + ([_ON_ZOOM] if _is_large(fig) else []), validate=False,
                         default_height=f"{fig.layout.height or 450}px")
             for i, fig in enumerate(figures)]
     body = "\n".join(f'<section class="figure">{d}</section>' for d in divs)
+    head_js = f'<script src="{PLOTLY_FILE}"></script>' if shared else ""
     return (
         f"{_HEAD}\n{GENERATOR}\n"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP_SHARED if shared else CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        f"<h1>{html.escape(title)}</h1>\n<p class=\"sub\">alarmkit {html.escape(__version__)} · virtual time · "
+        f"<title>{esc(title, 200)}</title><style>{_STYLE}</style>"
+        f"{head_js}</head>\n<body>\n"
+        f"<h1>{esc(title)}</h1>\n<p class=\"sub\">alarmkit {esc(__version__)} · virtual time · "
         "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
         f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
     )
@@ -219,11 +285,13 @@ def _run_info(result: dict) -> dict:
 
 def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, run: dict | None = None,
                 events: pd.DataFrame | None = None, violations: Iterable[Any] | None = None,
-                title: str | None = None) -> Path:
+                title: str | None = None, plotlyjs: str = "inline") -> Path:
     """Write one self-contained HTML report; returns its path.
 
     ``figures_or_run`` is a figure or a list of figures (``run=``/``events=`` fill the summary), a
-    run id (with ``journal=``), a ``run_scenario`` result, or a run's events DataFrame.
+    run id (with ``journal=``), a ``run_scenario`` result, or a run's events DataFrame. A run that
+    compared itself with another profile (keepalive-celld-vs-workerd) is drawn beside that run.
+    ``plotlyjs=PLOTLY_FILE`` loads plotly.js from that file beside the page (see ``export_folder``).
     """
     figures: list[go.Figure] | None = None
     what = figures_or_run
@@ -249,20 +317,51 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     else:
         raise AlarmkitError("export_html takes figures, a run id, a run_scenario result or events, "
                             f"got {type(what).__name__}")
+    peers = peer_runs(journal, run) if journal is not None and run else {}
     if figures is None:
         if events is None or events.empty:
             raise AlarmkitError("this run has no events to report; did it run? (Journal.events(run_id) is empty)")
-        figures = run_figures(events, run)
+        figures = run_figures(events, run, peers)
     rows = summary_rows(events, run, violations) if events is not None else []
+    if peers:
+        rows.insert(4, ("compared with", difference_line({_label(run, "this run"): events, **peers}), False))
     if title is None:
         title = f"{run.get('scenario', 'alarmkit')} · run {run.get('run_id', '?')}" if run else "alarmkit report"
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
-    out.write_text(report_html(figures, title, rows), encoding="utf-8")
+    out.write_text(report_html(figures, title, rows, plotlyjs), encoding="utf-8")
     return out
 
 
-def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None) -> Path:
+def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None,
+               plotlyjs: str = "inline") -> Path:
     """``alarmkit export``: the report of one run of a journal."""
-    return export_html(int(run_id), path, journal=journal, violations=violations)
+    return export_html(int(run_id), path, journal=journal, violations=violations, plotlyjs=plotlyjs)
+
+
+def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, progress: Any = None) -> list[Path]:
+    """Write one report per ``{file name: run id}`` into ``folder`` and one ``plotly.min.js`` beside
+    them, which every page loads (offline: nothing else is fetched). Returns the report paths.
+    ``progress`` wraps the items (e.g. ``tqdm``)."""
+    from plotly.offline import get_plotlyjs
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AlarmkitError(f"folder {folder} does not exist; create it or pass another --out path")
+    bad = [name for name in reports if Path(name).name != name or not name.endswith(".html")]
+    if bad:
+        raise AlarmkitError(f"report names are file names ending in .html, got {bad}")
+    js = folder / PLOTLY_FILE
+    text = get_plotlyjs()
+    if js.exists():
+        have = js.read_text(encoding="utf-8", errors="replace")
+        if have != text and not have.startswith("/**\n* plotly.js v"):  # not a plotly.js alarmkit wrote: the user's file
+            raise AlarmkitError(f"{str(js)!r} exists and is not the plotly.js alarmkit writes; move it away "
+                                "or pass another --out folder")
+    if not js.exists() or js.read_text(encoding="utf-8") != text:
+        js.write_text(text, encoding="utf-8")
+    items = list(reports.items())
+    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE)
+            for name, run_id in (progress(items) if progress else items)]
+

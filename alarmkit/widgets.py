@@ -18,11 +18,15 @@ import plotly.graph_objects as go
 from .errors import AlarmkitError
 from .journal import Journal
 from .plots import timeline
+from ._labels import place_labels
+from ._timeline import _unit
 from .profiles import PROFILES, Latency
 from .report import export_run
 from .scenarios import RunResult, get_scenario, run_scenario
 
 __all__ = ["Explorer"]
+
+WIDGET_PLOT_PX = 560  # the plot area of the explorer's 700 px figure
 
 _LABELS = {
     "ttl_ms": "lease lifetime (ms)", "leases": "number of leases", "spacing_ms": "between leases (ms)",
@@ -42,6 +46,49 @@ def _control(name: str, default: Any) -> W.Widget:
         return W.FloatText(value=default, description=desc, style=style)
     # lists, tuples, None and strings: JSON text, parsed with json (never evaluated)
     return W.Text(value=json.dumps(list(default) if isinstance(default, tuple) else default), description=desc, style=style)
+
+
+def _nothing_yet(t_ms: int, end_ms: int) -> go.Figure:
+    """The empty state: the run's time axis and a line saying nothing has happened yet."""
+    unit, scale = _unit(end_ms)
+    fig = go.Figure(layout=dict(
+        template="plotly_white", height=300, title=dict(text="timeline", x=0.01, xanchor="left"),
+        xaxis=dict(range=[0, end_ms / scale], title_text=f"virtual time ({unit})", showline=True, linecolor="#999"),
+        yaxis=dict(visible=False, range=[0, 1]), meta={"unit": unit, "scale": scale, "events": 0},
+        annotations=[dict(text=f"nothing has happened by {t_ms / 1000:.3f} s", x=0.5, y=0.5, xref="paper",
+                          yref="paper", showarrow=False, font=dict(size=15, color="#666"))]))
+    return fig
+
+
+def _for_widget(fig: go.Figure, end_ms: int) -> go.Figure:
+    """The timeline fitted to the ~680 px widget: the subtitle folded into the title (two lines of one
+    text, which cannot overlap on a first draw) and the time axis fixed to the whole run."""
+    note = fig.layout.title.subtitle.text
+    if note:
+        fig.update_layout(title=dict(text=f"{fig.layout.title.text}<br><span style='font-size:12px;color:#666'>"
+                                          f"{note}</span>", subtitle=dict(text="")))
+    scale = (fig.layout.meta or {}).get("scale") or 1
+    if fig.layout.xaxis.range is not None:
+        lo = fig.layout.xaxis.range[0]
+        fig.update_xaxes(range=[lo, max(fig.layout.xaxis.range[1], end_ms * 1.04 / scale)])
+        place_labels(fig, WIDGET_PLOT_PX)  # the labels were placed for a report's wider plot
+    return fig
+
+
+def _still(figure: go.FigureWidget) -> str:
+    """The figure as static HTML for an exported notebook (nbconvert shows it when the notebook
+    stores no widget state: ``--ExecutePreprocessor.store_widget_state=False``), never fetching
+    plotly.js from a CDN."""
+    try:  # the notebook renderer's: plotly.js once per notebook, like every other figure
+        from ._notebook import offline_html
+    except ImportError:  # without it: plotly.js inline in the still, unless plotly's notebook mode put it there
+        import plotly.io as pio
+
+        inline = "notebook" not in str(pio.renderers.default or "").split("+")
+        html_ = go.Figure(figure).to_html(full_html=False, include_plotlyjs=inline, config={"displaylogo": False})
+    else:
+        html_ = offline_html(go.Figure(figure))
+    return f'<div class="alarmkit-explorer-still">{html_}</div>'
 
 
 def _value(widget: W.Widget, name: str) -> Any:
@@ -119,17 +166,27 @@ class Explorer(W.VBox):
             self.show_until(end)
 
     def show_until(self, t_ms: int) -> None:
-        """Draw the run as it stood at virtual time ``t_ms``."""
+        """Draw the run as it stood at virtual time ``t_ms``: its events up to then, nothing after."""
         shown = self.events[self.events["t_ms"] <= t_ms]
-        if shown.empty:
-            shown = self.events.head(1)
-        fig = timeline(shown, window=(0, max(int(self.time.max), 1)))
+        end = max(int(self.time.max), 1)
+        fig = _nothing_yet(t_ms, end) if shown.empty else timeline(shown, legend="class")
+        fig = _for_widget(fig, end)
         with self.figure.batch_update():
             self.figure.data = ()
             self.figure.add_traces(list(fig.data))
             self.figure.layout = fig.layout
+        # Assigning a layout relays only the keys it has: a frame without restarts would keep the
+        # previous frame's restart lines. Say outright which shapes and annotations there are.
+        self.figure.plotly_relayout({"shapes": [x.to_plotly_json() for x in fig.layout.shapes],
+                                     "annotations": [x.to_plotly_json() for x in fig.layout.annotations]})
         last = shown.tail(8)[["t_ms", "object_id", "kind", "scheduled_ms", "retry_count", "detail"]]
-        self.table.value = last.to_html(index=False, escape=True, na_rep="", border=0)
+        self.table.value = last.to_html(index=False, escape=True, na_rep="", border=0) if len(last) else ""
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        """The live widget in JupyterLab; in an exported notebook (nbconvert), a still of its current figure."""
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/html"] = _still(self.figure)
+        return bundle
 
     def export(self, path: str | Path | None = None) -> Path:
         """Write the current run's report (self-contained HTML)."""

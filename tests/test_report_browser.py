@@ -192,8 +192,11 @@ def test_every_demo_report_opens_offline(browser, tmp_path):
     from alarmkit.demo import run_demo
 
     results = run_demo(db=str(tmp_path / "j.duckdb"), out=str(tmp_path / "reports"), seed=1)
+    with Journal(tmp_path / "j.duckdb") as j:  # a comparing run's report draws its peer run beside it
+        counts = j.events().groupby("run_id").size().to_dict()
     for r in results:
         v = Visit(browser, Path(r["report_html"]), figures=1)
-        assert v.js(EVENT_POINTS, "figure-0")["data"] == r["events"], r["scenario"]
+        expected = r["events"] + (counts[r["compare_run_id"]] if "compare_run_id" in r else 0)
+        assert v.js(EVENT_POINTS, "figure-0")["data"] == expected, r["scenario"]
         v.assert_clean()
         v.page.close()

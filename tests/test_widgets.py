@@ -77,3 +77,43 @@ def test_a_fault_plan_applies_to_every_run():
     e.controls["ttl_ms"].value = 500
     assert [a["retry_count"] for a in e.result.attempts] == [0, 1]
     assert e.result.attempts[0]["t_ms"] == 502
+
+
+def shapes_at(e):
+    return sorted((s.type, s.x0) for s in e.figure.layout.shapes)
+
+
+def test_moving_back_leaves_no_shape_or_annotation_of_the_later_frame():
+    e = Explorer("guestbook-crash-loop")
+    sent = []
+    real = e.figure.plotly_relayout
+    e.figure.plotly_relayout = lambda d, **k: (sent.append(d), real(d, **k))
+    restart = int(e.events.loc[e.events.kind == "restart", "t_ms"].iloc[0])  # 300,000 ms
+    assert shapes_at(e) == [("line", restart / 1000), ("rect", restart / 1000)]
+    e.time.value = 200_000  # before the restart: no restart line, and the front end is told so outright
+    assert shapes_at(e) == [] and sent[-1] == {"shapes": [], "annotations": []}
+    e.time.value = 400
+    assert [a.text for a in e.figure.layout.annotations] == ["nothing has happened by 0.400 s"]
+    assert sent[-1]["annotations"][0]["text"] == "nothing has happened by 0.400 s" and sent[-1]["shapes"] == []
+    assert points(e.figure) == 0 and e.table.value == ""
+
+
+def test_the_explorer_legend_is_grouped_by_class_and_the_title_holds_the_note():
+    e = Explorer("guestbook-crash-loop")
+    named = [t.name for t in e.figure.data if t.showlegend]
+    assert "revived" in named and "revive" not in named and "revival" not in named
+    assert len(named) <= 12 and len(named) == len(set(named))
+    assert "<br>" in e.figure.layout.title.text and not e.figure.layout.title.subtitle.text
+
+
+def test_an_exported_notebook_sees_a_still_of_the_current_figure():
+    e = Explorer("lease-lab", leases=1)
+    e.time.value = 400  # the still is the figure as it stands now, not as it was built
+    bundle = e._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # JupyterLab keeps the live widget
+    still = bundle["text/html"]
+    assert "Plotly.newPlot" in still and "<script src" not in still and 'src="http' not in still
+    assert "fired" in still and "nothing has happened" not in still  # the first fire (302 ms) is in
+    g = Explorer("guestbook-crash-loop")
+    g.time.value = 400  # its first event is at 1,000 ms
+    assert "nothing has happened by 0.400 s" in g._repr_mimebundle_()["text/html"]
