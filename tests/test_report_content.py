@@ -21,7 +21,7 @@ from alarmkit.report import (
 def demo():
     """Every built-in scenario, seed 1, in one journal (as ``alarmkit demo`` runs them)."""
     j = ak.Journal()
-    runs = {sc.name: ak.run_scenario(sc.name, seed=1, journal=j)["run_id"] for sc in ak.list_scenarios()}
+    runs = {sc.name: ak.run_scenario(sc.name, seed=1, journal=j).run_id for sc in ak.list_scenarios()}
     yield j, runs
     j.close()
 

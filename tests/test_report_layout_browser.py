@@ -61,7 +61,7 @@ def folder(tmp_path_factory):
     """The demo's reports: every built-in scenario with seed 1, one journal, one folder."""
     out = tmp_path_factory.mktemp("reports")
     with ak.Journal() as j:
-        runs = {f"{sc.name}.html": ak.run_scenario(sc.name, seed=1, journal=j)["run_id"] for sc in ak.list_scenarios()}
+        runs = {f"{sc.name}.html": ak.run_scenario(sc.name, seed=1, journal=j).run_id for sc in ak.list_scenarios()}
         export_folder(j, runs, out)
     return out
 
