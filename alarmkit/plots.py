@@ -18,6 +18,7 @@ from ._timeline import (
     VERMILION, YELLOW,
     _FONT, _build, _check, _details, _unit, effect_idents, esc, fmt_ms, style,
 )
+from ._notebook import use_in_jupyter
 from .errors import AlarmkitError
 from .journal import EVENT_KINDS
 
@@ -26,6 +27,8 @@ __all__ = [
     "style", "fmt_ms",
     "esc", "effect_idents",
 ]
+
+use_in_jupyter()  # in a Jupyter kernel, figures also carry offline HTML for nbconvert (see _notebook)
 
 
 def _pick(df: pd.DataFrame, col: str, wanted: Iterable | None, noun: str, known: Iterable) -> pd.DataFrame:
