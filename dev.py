@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The project's two set-up commands, runnable with nothing but python3 (3.11+):
+"""The project's set-up commands, runnable with nothing but python3 (3.11+):
 
-    python3 dev.py demo    # the main job: run every scenario, write journal.duckdb and reports/*.html
-    python3 dev.py test    # the whole test suite (what CI runs)
+    python3 dev.py demo       # the main job: run every scenario, write journal.duckdb and reports/*.html
+    python3 dev.py test       # the whole test suite (what CI runs)
+    python3 dev.py notebooks  # the teaching bundle: every notebook executed, as HTML, in notebooks-html/
 
 Each creates or reuses ./.venv and installs what it needs (re-installing only when pyproject.toml
 changes). ``test`` also makes sure the test suite's outside helpers are present: Debian's chromium
 for the browser tests (via apt-get, when run as root) and workerd from npm for the calibration
-tests (when Node.js is installed). Extra arguments after ``test`` go to pytest.
+tests (when Node.js is installed). Extra arguments after ``test`` go to pytest; ``notebooks`` takes
+``--out DIR`` and passes the rest to ``alarmkit notebooks`` (e.g. ``--only 02,07 --ci``).
 """
 
 from __future__ import annotations
@@ -78,13 +80,18 @@ def ensure_workerd() -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test"):
+    if not argv or argv[0] not in ("demo", "test", "notebooks"):
         print(__doc__.strip())
         return 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "demo":
         ensure_venv("notebooks")
         return run([BIN / "alarmkit", "demo", *rest], cwd=ROOT)
+    if cmd == "notebooks":
+        ensure_venv("notebooks")
+        rest = ["--html" if a == "--out" else "--html=" + a[6:] if a.startswith("--out=") else a for a in rest]
+        out = [] if any(a == "--html" or a.startswith("--html=") for a in rest) else ["--html", "notebooks-html"]
+        return run([BIN / "alarmkit", "notebooks", *out, *rest], cwd=ROOT)
     ensure_venv("dev")
     ensure_chromium()
     ensure_workerd()

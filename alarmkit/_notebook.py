@@ -27,7 +27,7 @@ from plotly.io.base_renderers import MimetypeRenderer
 from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
-__all__ = ["RENDERER", "OfflineHtmlRenderer", "figure_html", "use_in_jupyter"]
+__all__ = ["RENDERER", "OfflineHtmlRenderer", "figure_html", "offline_html", "use_in_jupyter"]
 
 RENDERER = "alarmkit_html"
 _JUPYTER_DEFAULT = "plotly_mimetype"  # what plotly chooses by itself inside an ipykernel
@@ -91,11 +91,18 @@ def _carry_plotlyjs() -> bool:
     return False
 
 
+def offline_html(fig: Any) -> str:
+    """``fig`` (a figure or figure dict) as ``text/html`` for a notebook output, carrying plotly.js
+    when it is this session's first (see ``_carry_plotlyjs``): what a widget's still should use."""
+    fig_dict = fig if isinstance(fig, dict) else fig.to_dict()
+    return figure_html(fig_dict, with_plotlyjs=_carry_plotlyjs())
+
+
 class OfflineHtmlRenderer(MimetypeRenderer):
     """plotly renderer ``alarmkit_html``: ``text/html`` drawing the figure offline (see the module)."""
 
     def to_mimebundle(self, fig_dict: dict) -> dict:
-        return {"text/html": figure_html(fig_dict, with_plotlyjs=_carry_plotlyjs())}
+        return {"text/html": offline_html(fig_dict)}
 
 
 def use_in_jupyter() -> bool:

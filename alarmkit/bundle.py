@@ -31,13 +31,13 @@ from .errors import AlarmkitError
 
 __all__ = ["NBCONVERT_OFFLINE", "MANIFEST", "Page", "Bundle", "find_notebooks", "build_bundle"]
 
-# nbconvert's lab template loads require.js and MathJax from cdnjs, and, when widget state is
-# stored, the widget manager from unpkg. None of the notebooks needs them (no math, and the
-# widgets cannot run without a kernel), so the bundle turns all three off. The same, for the
-# command line: jupyter nbconvert --to html --execute --HTMLExporter.require_js_url=
-# --HTMLExporter.mathjax_url= --ExecutePreprocessor.store_widget_state=False NOTEBOOK.ipynb
-NBCONVERT_OFFLINE = ("--HTMLExporter.require_js_url=", "--HTMLExporter.mathjax_url=",
-                     "--ExecutePreprocessor.store_widget_state=False")
+# nbconvert's lab template loads require.js and MathJax from cdnjs, mermaid from cdnjs when a
+# cell has a diagram, and the widget manager from unpkg when widget state is stored. None of the
+# notebooks needs them (no math, no diagrams, and widgets cannot run without a kernel: a widget's
+# output falls back to its HTML or text), so the bundle blanks every URL and stores no widget state.
+# For the command line: jupyter nbconvert --to html --execute NOTEBOOK.ipynb + these flags.
+_OFFLINE_HTML = {"require_js_url": "", "mathjax_url": "", "mermaid_js_url": "", "mermaid_layout_elk_js_url": ""}
+NBCONVERT_OFFLINE = (*(f"--HTMLExporter.{k}=" for k in _OFFLINE_HTML), "--ExecutePreprocessor.store_widget_state=False")
 MANIFEST = ".alarmkit-notebooks.json"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _NAME = re.compile(r"^[0-9][0-9]_[A-Za-z0-9_]+\.py$")
@@ -217,7 +217,7 @@ def build_bundle(out: str | Path, *, source: str | Path = "notebooks", only: Ite
     writer = _Writer(Path(out))
     writer.check([p.stem + ".html" for p in paths] + ["index.html"])
     env = {**os.environ, **({"ALARMKIT_CI": "1"} if ci else {})}
-    exporter = HTMLExporter(template_name="lab", require_js_url="", mathjax_url="")
+    exporter = HTMLExporter(template_name="lab", **_OFFLINE_HTML)
     pages: list[Page] = []
     with tqdm(paths, desc="notebooks", unit="notebook", disable=not progress) as bar:
         for path in bar:
