@@ -98,7 +98,9 @@ def _title_and_summary(nb) -> tuple[str, str]:
 
 
 def _count_figures(nb) -> int:
-    return sum(PLOTLY_MIME in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    """Outputs holding a figure: plotly's mimetype, or HTML with a plotly div (a widget's still)."""
+    return sum(PLOTLY_MIME in o.get("data", {}) or "plotly-graph-div" in o.get("data", {}).get("text/html", "")
+               for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
 def _sha(path: Path) -> str:
