@@ -141,15 +141,15 @@ def test_dev_py_notebooks_maps_out_to_html(monkeypatch):
     dev = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dev)
     calls = []
-    monkeypatch.setattr(dev, "ensure_venv", lambda extras: calls.append(("venv", extras)))
+    monkeypatch.setattr(dev, "ensure_env", lambda extras: calls.append(("env", extras)) or dev.Env())
     monkeypatch.setattr(dev, "run", lambda cmd, **kw: calls.append([str(c) for c in cmd]) or 0)
     assert dev.main(["notebooks"]) == 0
     assert dev.main(["notebooks", "--out", "site", "--only", "02", "--ci"]) == 0
     assert dev.main(["notebooks", "--out=site"]) == 0
-    exe = str(dev.BIN / "alarmkit")
-    assert calls == [("venv", "notebooks"), [exe, "notebooks", "--html", "notebooks-html"],
-                     ("venv", "notebooks"), [exe, "notebooks", "--html", "site", "--only", "02", "--ci"],
-                     ("venv", "notebooks"), [exe, "notebooks", "--html=site"]]
+    exe = str(dev.Env().bin / "alarmkit")
+    assert calls == [("env", "notebooks"), [exe, "notebooks", "--html", "notebooks-html"],
+                     ("env", "notebooks"), [exe, "notebooks", "--html", "site", "--only", "02", "--ci"],
+                     ("env", "notebooks"), [exe, "notebooks", "--html=site"]]
 
 
 @pytest.mark.slow
