@@ -184,8 +184,10 @@ def _run(path: Path, env: dict, timeout: int, bar_position: int, progress: bool)
         client = nbclient.NotebookClient(
             nb, kernel_name="python3", timeout=timeout, store_widget_state=False,
             resources={"metadata": {"path": work}}, on_cell_executed=lambda **_: bar.update(1))
+        log_path = Path(work) / "kernel.log"  # the kernel's own chatter stays out of the progress bars
         try:
-            client.execute(env={**env, "ALARMKIT_OUT": str(Path(work) / "out")})
+            with open(log_path, "wb") as log:
+                client.execute(env={**env, "ALARMKIT_OUT": str(Path(work) / "out")}, stdout=log, stderr=log)
         except nbclient.exceptions.CellTimeoutError:
             raise AlarmkitError(f"{path.name}: a cell ran longer than {timeout} s; "
                                 "pass --timeout SECONDS (or --ci for the small sweeps)") from None
@@ -193,7 +195,8 @@ def _run(path: Path, env: dict, timeout: int, bar_position: int, progress: bool)
             raise AlarmkitError(f"{path.name}: a cell failed with {err.ename}: {err.evalue}; "
                                 "open the notebook in JupyterLab to see the traceback") from None
         except nbclient.exceptions.DeadKernelError as err:
-            raise AlarmkitError(f"{path.name}: the kernel died ({err}); run the notebook alone to see why") from None
+            said = log_path.read_text(encoding="utf-8", errors="replace").strip()[-2000:] or "nothing"
+            raise AlarmkitError(f"{path.name}: the kernel died ({err}); it said: {said}") from None
     return nb
 
 

@@ -134,6 +134,10 @@ def test_cli_errors_are_messages_with_exit_code_2(tmp_path):
     p = _cli("--html", str(tmp_path / "b2"), "--from", str(src), "--only", "02", "--json", cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "alarmkit: error: 02_broken.py: a cell failed with ValueError: boom; open the notebook" in p.stderr
+    _write(src, "03_dies.py", last="os._exit(3)")
+    p = _cli("--html", str(tmp_path / "b3"), "--from", str(src), "--only", "03", "--json", cwd=tmp_path)
+    assert p.returncode == 2 and "alarmkit: error: 03_dies.py: the kernel died" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_dev_py_notebooks_maps_out_to_html(monkeypatch):
