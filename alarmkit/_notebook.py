@@ -6,8 +6,8 @@ cannot render: an executed notebook exported to HTML showed no figures. Importin
 ``plotly_mimetype+alarmkit_html``: each figure's output holds both the plotly mimetype (JupyterLab
 picks it and stays interactive) and ``text/html`` that draws the figure with plotly.js (nbconvert
 picks it). plotly.js itself (~4.8 MB, inline, never from a CDN, no MathJax) travels once per
-notebook, in the HTML of the first figure shown in the kernel session; when JupyterLab re-runs the
-cell that carried it (which clears that output), the cell's first figure carries it again.
+notebook, in the HTML of the first figure shown in the kernel session; when JupyterLab re-runs or
+deletes the cell that carried it (which drops that output), the next figure carries it again.
 
 The renderer is only chosen when plotly picked its own Jupyter default (``plotly_mimetype``) and
 ``PLOTLY_RENDERER`` is unset, so a renderer you chose is left alone; set ``PLOTLY_RENDERER``
@@ -31,7 +31,8 @@ __all__ = ["RENDERER", "OfflineHtmlRenderer", "figure_html", "offline_html", "us
 
 RENDERER = "alarmkit_html"
 _JUPYTER_DEFAULT = "plotly_mimetype"  # what plotly chooses by itself inside an ipykernel
-_CARRIER: list[Any] = []  # [(cell id, message id)] of the execution whose output holds plotly.js
+_CARRIER: list[Any] = []  # [cell id] of the output holding plotly.js (None: unknown), once one does
+_RUNNING: list[Any] = []  # [cell id] of the cell running now, as the pre_run_cell hook last saw it
 
 
 def figure_html(fig_dict: dict, *, with_plotlyjs: bool) -> str:
@@ -62,38 +63,29 @@ def figure_html(fig_dict: dict, *, with_plotlyjs: bool) -> str:
             "})();</script>")
 
 
-def _execution() -> tuple[Any, Any]:
-    """(cell id, message id) of the kernel's current execute request; (None, None) outside a kernel.
-
-    JupyterLab sends the cell id with each request; nbclient (nbconvert) does not, and there every
-    execution is a fresh kernel running the notebook top to bottom, so once per session is right."""
-    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    kernel = getattr(ip, "kernel", None)
-    try:
-        parent = kernel.get_parent("shell") if kernel is not None else {}
-    except Exception:  # an older or unusual kernel: fall back to once per session
-        parent = {}
-    parent = parent or {}
-    return (parent.get("metadata") or {}).get("cellId"), (parent.get("header") or {}).get("msg_id")
+def _on_run_cell(info: Any) -> None:
+    """IPython ``pre_run_cell`` hook. JupyterLab sends each cell's id, and the ids of cells deleted
+    since, with every run; re-running the cell that holds plotly.js clears that output, deleting it
+    drops it: either way the next figure carries plotly.js again. nbclient (nbconvert) sends no
+    cell ids; there a fresh kernel runs the notebook top to bottom, so once per session is right."""
+    cell = getattr(info, "cell_id", None)
+    deleted = (getattr(info, "cell_meta", None) or {}).get("deletedCells") or []
+    _RUNNING[:] = [cell]
+    if _CARRIER and _CARRIER[0] is not None and (_CARRIER[0] == cell or _CARRIER[0] in deleted):
+        _CARRIER.clear()
 
 
 def _carry_plotlyjs() -> bool:
-    """Whether this figure's HTML must hold plotly.js: the first figure of the session, or the
-    first of a new run of the cell that held it (re-running a cell clears its old outputs)."""
-    cell, msg = _execution()
-    if not _CARRIER:
-        _CARRIER.append((cell, msg))
-        return True
-    held_cell, held_msg = _CARRIER[0]
-    if cell is not None and cell == held_cell and msg != held_msg:
-        _CARRIER[0] = (cell, msg)
-        return True
-    return False
+    """Whether this figure's HTML must hold plotly.js: no output of this session holds it yet."""
+    if _CARRIER:
+        return False
+    _CARRIER.append(_RUNNING[0] if _RUNNING else None)
+    return True
 
 
 def offline_html(fig: Any) -> str:
     """``fig`` (a figure or figure dict) as ``text/html`` for a notebook output, carrying plotly.js
-    when it is this session's first (see ``_carry_plotlyjs``): what a widget's still should use."""
+    when no output of the session holds it yet: what a widget's still should use."""
     fig_dict = fig if isinstance(fig, dict) else fig.to_dict()
     return figure_html(fig_dict, with_plotlyjs=_carry_plotlyjs())
 
@@ -117,4 +109,5 @@ def use_in_jupyter() -> bool:
     if type(ip).__name__ != "ZMQInteractiveShell":
         return False
     pio.renderers.default = f"{_JUPYTER_DEFAULT}+{RENDERER}"
+    ip.events.register("pre_run_cell", _on_run_cell)
     return True

@@ -34,11 +34,14 @@ needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no {C
 
 @pytest.fixture
 def session(monkeypatch):
-    """A fresh 'kernel session' for the renderer: no plotly.js carried yet, a settable execution."""
+    """A fresh kernel session for the renderer: no plotly.js carried yet. ``session(cell, deleted)``
+    is JupyterLab starting to run a cell (IPython's pre_run_cell event)."""
     monkeypatch.setattr(_notebook, "_CARRIER", [])
-    now = {"cell": None, "msg": "m0"}
-    monkeypatch.setattr(_notebook, "_execution", lambda: (now["cell"], now["msg"]))
-    return now
+    monkeypatch.setattr(_notebook, "_RUNNING", [])
+
+    def run_cell(cell=None, deleted=()):
+        _notebook._on_run_cell(types.SimpleNamespace(cell_id=cell, cell_meta={"deletedCells": list(deleted)}))
+    return run_cell
 
 
 def _figure(name: str = "lease-0") -> go.Figure:
@@ -59,29 +62,41 @@ def test_figure_html_holds_the_figure_as_data_and_no_markup(session):
     assert PLOTLYJS not in html and "cdn" not in html.lower() and "mathjax" not in html.lower()
 
 
-def test_plotlyjs_once_per_session_and_again_when_its_cell_reruns(session):
+def _carries(r) -> bool:
+    return PLOTLYJS in r.to_mimebundle(_figure().to_dict())["text/html"]
+
+
+def test_plotlyjs_once_per_session_and_again_when_its_cell_reruns_or_goes(session):
     r = _notebook.OfflineHtmlRenderer()
-    session.update(cell="c1", msg="m1")
-    first, second = r.to_mimebundle(_figure().to_dict()), r.to_mimebundle(_figure().to_dict())
-    assert PLOTLYJS in first["text/html"] and PLOTLYJS not in second["text/html"]
-    session.update(cell="c2", msg="m2")  # another cell: the page already has plotly.js
-    assert PLOTLYJS not in r.to_mimebundle(_figure().to_dict())["text/html"]
-    session.update(cell="c1", msg="m3")  # c1 re-run: its old output (with plotly.js) is gone
-    assert PLOTLYJS in r.to_mimebundle(_figure().to_dict())["text/html"]
-    assert PLOTLYJS not in r.to_mimebundle(_figure().to_dict())["text/html"]  # c1's second figure
+    session("c1")
+    assert [_carries(r), _carries(r)] == [True, False]  # c1's first figure carries it, its second does not
+    session("c2")
+    assert not _carries(r)  # another cell: the page already has plotly.js
+    session("c1")  # c1 re-run: its old outputs, plotly.js with them, are gone; it shows no figure this time
+    session("c3")
+    assert [_carries(r), _carries(r)] == [True, False]
+    session("c4")
+    assert not _carries(r)
+    session("c5", deleted=["c3"])  # the carrier deleted: JupyterLab says so with the next run
+    assert _carries(r)
 
 
 def test_without_cell_ids_plotlyjs_travels_once(session):
     """nbclient (nbconvert --execute) sends no cell ids: one copy, in the first figure."""
     r = _notebook.OfflineHtmlRenderer()
-    carried = [PLOTLYJS in r.to_mimebundle(_figure().to_dict())["text/html"] for _ in range(4)]
-    assert carried == [True, False, False, False]
+    carried = []
+    for _ in range(3):
+        session(None)
+        carried += [_carries(r), _carries(r)]
+    assert carried == [True, False, False, False, False, False]
 
 
 @pytest.fixture
 def fake_kernel(monkeypatch, session):
     """plotly's own Jupyter default, an IPython whose shell is a ZMQInteractiveShell, no PLOTLY_RENDERER."""
     shell = type("ZMQInteractiveShell", (), {})()
+    shell.events = types.SimpleNamespace(hooks=[], register=lambda name, fn: shell.events.hooks.append((name, fn)))
+    monkeypatch.setattr(_notebook, "_fake_shell", shell, raising=False)
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
     before = pio.renderers.default
@@ -93,6 +108,7 @@ def fake_kernel(monkeypatch, session):
 def test_in_a_kernel_figures_carry_the_plotly_mimetype_and_html(fake_kernel):
     assert _notebook.use_in_jupyter() is True
     assert pio.renderers.default == "plotly_mimetype+alarmkit_html"
+    assert _notebook._fake_shell.events.hooks == [("pre_run_cell", _notebook._on_run_cell)]
     bundle = _figure()._repr_mimebundle_()
     assert set(bundle) == {PLOTLY_MIME, "text/html"}
     assert bundle[PLOTLY_MIME]["data"][0]["name"] == _data_of(bundle["text/html"])["data"][0]["name"] == "lease-0"
@@ -112,6 +128,49 @@ def test_outside_a_kernel_nothing_changes(monkeypatch):
     before = pio.renderers.default
     assert _notebook.use_in_jupyter() is False and pio.renderers.default == before
     assert "alarmkit_html" in pio.renderers
+
+
+def _execute(kc, code: str, cell: str, deleted=()) -> list[dict]:
+    """One cell run as JupyterLab sends it (its id, and the cells deleted since, in the metadata)."""
+    msg = kc.session.msg("execute_request", {"code": code, "silent": False, "store_history": True,
+                                             "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
+                         metadata={"cellId": cell, "deletedCells": list(deleted)})
+    kc.shell_channel.send(msg)
+    outputs = []
+    while True:
+        m = kc.get_iopub_msg(timeout=120)
+        if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        assert m["msg_type"] != "error", "\n".join(m["content"]["traceback"])
+        if m["msg_type"] in ("display_data", "execute_result"):
+            outputs.append(m["content"]["data"])
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return outputs
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_plotlyjs_follows_the_cells_as_jupyterlab_runs_them(tmp_path):
+    manager = pytest.importorskip("jupyter_client.manager")
+    km, kc = manager.start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
+                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        _execute(kc, "import plotly.graph_objects as go\nimport alarmkit.plots", "imports")
+        fig = "go.Figure(go.Bar(x=['a'], y=[1]))"
+
+        def carried(code: str, cell: str, deleted=()) -> list[bool]:
+            figures = [o for o in _execute(kc, code, cell, deleted) if PLOTLY_MIME in o]
+            assert all(set(o) == {PLOTLY_MIME, "text/html"} for o in figures), [set(o) for o in figures]
+            return [PLOTLYJS in o["text/html"] for o in figures]
+
+        assert carried(f"display({fig})\n{fig}", "a") == [True, False]
+        assert carried(fig, "b") == [False]
+        assert carried("1", "a") == []  # a re-run: its figure output, plotly.js in it, is gone
+        assert carried(fig, "b") == [True]
+        assert carried(fig, "c", deleted=["b"]) == [True]  # the carrier cell deleted
+        assert carried(fig, "d") == [False]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 # -- in a browser --------------------------------------------------------------------------
@@ -159,9 +218,9 @@ def open_offline(browser, path: Path, plots: int) -> dict:
 def test_a_figure_drawn_before_plotlyjs_arrives_still_draws(browser, session, tmp_path):
     """Cells run out of order can leave plotly.js in a later output: earlier figures wait for the page."""
     r = _notebook.OfflineHtmlRenderer()
-    session.update(cell="c9", msg="m1")
+    session("c9")
     late_carrier = r.to_mimebundle(_figure("second").to_dict())["text/html"]
-    session.update(cell="c1", msg="m2")
+    session("c1")
     early = r.to_mimebundle(_figure(HOSTILE).to_dict())["text/html"]
     assert PLOTLYJS in late_carrier and PLOTLYJS not in early
     page = tmp_path / "page.html"
