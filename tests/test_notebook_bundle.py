@@ -79,7 +79,8 @@ def test_find_notebooks_by_number_or_name(tmp_path):
 
 
 @pytest.mark.slow
-def test_build_escapes_passes_the_environment_and_rebuilds_only_its_own_files(tmp_path):
+def test_build_escapes_passes_the_environment_and_rebuilds_only_its_own_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ALARMKIT_CI", raising=False)
     src, out = tmp_path / "nbs", tmp_path / "bundle"
     _write(src, "01_hostile.py")
     out.mkdir()
@@ -103,8 +104,11 @@ def test_build_escapes_passes_the_environment_and_rebuilds_only_its_own_files(tm
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(json.loads((out / MANIFEST).read_text())["files"]) == ["01_hostile.html", "index.html"]
 
-    build_bundle(out, source=src, ci=False, progress=False)  # its own files: replaced
+    capsys.readouterr()
+    build_bundle(out, source=src, ci=False, progress=True)  # its own files: replaced
     assert "ci=unset" in (out / "01_hostile.html").read_text(encoding="utf-8")
+    bars = capsys.readouterr().err  # tqdm: one bar over the notebooks, one over the running one's cells
+    assert "notebooks: 100%" in bars and "1/1" in bars and "01_hostile:" in bars and "cell/s" in bars
 
     (out / "index.html").write_text("edited by hand")
     with pytest.raises(AlarmkitError, match=r"index.html changed since `alarmkit notebooks` wrote it; move it away"):
