@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The project's set-up commands, runnable with nothing but python3 (3.11+):
 
-    python3 dev.py demo    # the main job: run every scenario, write journal.duckdb and reports/*.html
-    python3 dev.py test    # the whole test suite (what CI runs); extra arguments go to pytest
-    python3 dev.py lab     # JupyterLab on notebooks/ (double-click a notebook to open it as one)
+    python3 dev.py demo       # the main job: run every scenario, write journal.duckdb and reports/*.html
+    python3 dev.py test       # the whole test suite (what CI runs); extra arguments go to pytest
+    python3 dev.py lab        # JupyterLab on notebooks/ (double-click a notebook to open it as one)
+    python3 dev.py notebooks  # the teaching bundle: every notebook executed, as HTML, in notebooks-html/
+                              # (--out DIR; other arguments go to `alarmkit notebooks`, e.g. --only 02,07 --ci)
 
 Each creates or reuses ./.venv and installs what it needs (re-installing only when pyproject.toml
 changes). Run from an activated conda environment (not base), they use that environment instead
@@ -172,7 +174,7 @@ def ensure_workerd(env: Env) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test", "lab"):
+    if not argv or argv[0] not in ("demo", "test", "lab", "notebooks"):
         print(__doc__.strip())
         return 2
     cmd, rest = argv[0], argv[1:]
@@ -182,6 +184,11 @@ def main(argv: list[str]) -> int:
     if cmd == "lab":
         env = ensure_env("notebooks")
         return run([env.python, "-m", "jupyter", "lab", *(rest or ["notebooks/"])], cwd=ROOT)
+    if cmd == "notebooks":
+        env = ensure_env("notebooks")
+        rest = ["--html" if a == "--out" else "--html=" + a[6:] if a.startswith("--out=") else a for a in rest]
+        out = [] if any(a == "--html" or a.startswith("--html=") for a in rest) else ["--html", "notebooks-html"]
+        return run([env.bin / "alarmkit", "notebooks", *out, *rest], cwd=ROOT)
     env = ensure_env("dev")
     ensure_chromium(env.state / "apt.log")
     ensure_workerd(env)

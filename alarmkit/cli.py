@@ -129,7 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     cal = sub.add_parser("calibrate", help="run the probes on real workerd and in the simulator; report where they differ")
     calibrate_arguments(cal)
     cal.set_defaults(fn=cmd_calibrate)
+
+    from .bundle import add_arguments as notebooks_arguments
+
+    nbs = sub.add_parser("notebooks", help="execute every notebook and export it to HTML, with an index page")
+    notebooks_arguments(nbs)
+    nbs.set_defaults(fn=cmd_notebooks)
     return p
+
+
+def cmd_notebooks(args: argparse.Namespace) -> int:
+    from .bundle import run_command
+
+    return run_command(args)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from ._timeline import (
     VERMILION, YELLOW,
     HOVER_CHARS, LABEL_CHARS, _FONT, _check, _details, _unit, drawn_kinds, effect_idents, esc, fmt_ms, style,
 )
+from ._notebook import use_in_jupyter
 from .errors import AlarmkitError
 from .journal import EVENT_KINDS
 
@@ -27,6 +28,8 @@ __all__ = [
     "style", "fmt_ms",
     "esc", "effect_idents", "drawn_kinds",
 ]
+
+use_in_jupyter()  # in a Jupyter kernel, figures also carry offline HTML for nbconvert (see _notebook)
 
 
 def _pick(df: pd.DataFrame, col: str, wanted: Iterable | None, noun: str, known: Iterable) -> pd.DataFrame:
