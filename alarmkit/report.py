@@ -18,6 +18,7 @@ import plotly.io as pio
 
 from .errors import AlarmkitError
 from .plots import backoff_ladder, effect_idents, fmt_ms, lateness, timeline
+from .realruns.reporting import is_real as real_run, origin_text, real_rows, relative
 
 __all__ = ["export_html", "export_run", "report_html", "run_figures", "summary_rows"]
 
@@ -128,6 +129,10 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         rows.append(("duplicate effects", f"{len(dups):,}: {text}", True))
     if n("crash") + n("fault") + n("restart"):
         rows.append(("crashes, faults, restarts", f"{n('crash')}, {n('fault')}, {n('restart')}", False))
+    if real_run(run):  # an imported or recorded run: its anomalies and what its trace could not tell
+        rows[6] = ("events", f"{len(events):,} over {fmt_ms(int(events['t_ms'].max() - events['t_ms'].min()))} "
+                             "of wall-clock time" if len(events) else "0", False)
+        rows.extend(real_rows(run, events))
     if violations is not None:
         found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
         rows.append(("violations", "\n".join(found) if found else "none", bool(found)))
@@ -149,6 +154,9 @@ def run_figures(events: pd.DataFrame, run: dict | None = None) -> list[go.Figure
     run = run or {}
     title = " · ".join(str(x) for x in (run.get("scenario"), f"run {run['run_id']}" if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
+    if real_run(run):  # epoch times: the figures count from the first event, named in the title
+        events, t0 = relative(events)
+        title += f" · t = 0 at {origin_text(t0)}"
     figs = [timeline(events, title=title)]
     if (events["kind"] == "retry_scheduled").any():
         try:

@@ -126,9 +126,13 @@ def import_records(records: list[dict], name: str = "trace", *, late_ms: int = L
     if b.inferred:
         cannot.append(f"retry counts: {b.inferred} alarm() run(s) without an alarm_start log line; "
                       "retry_count inferred from repeated scheduledTime on one object")
-    if any(inv.kind == "alarm" and not inv.wall_ms for inv in invs):
+    ends = {id(inv) for inv, lines in zip(invs, parsed) if any(r["ev"] in ("alarm_end", "alarm_throw") for r in lines)}
+    if any(inv.kind == "alarm" and not inv.wall_ms and id(inv) not in ends for inv in invs):
         cannot.append("handler durations: wallTime is 0 or missing, so handler_ok/handler_error sit at the fire time "
                       "unless an alarm_end/alarm_throw log line says when")
+    if b.no_outcome:
+        cannot.append(f"outcomes: {b.no_outcome} alarm() run(s) have no outcome in the trace (it ended first) and no "
+                      "alarm_end/alarm_throw line; no handler_ok/handler_error was made for them")
     times = [inv.t_ms for inv in invs if inv.t_ms is not None]
     summary = {"file": name, "format": fmt, "formats": ", ".join(f"{counts[f]} {f}" for f in formats)
                + (f", {counts['unrecognised']} unrecognised" if counts["unrecognised"] else ""),
@@ -149,6 +153,7 @@ class _Builder:
         self.armed_at: dict[str, tuple[int, int]] = {}  # object -> (scheduled, arm time) not yet fired
         self.attempts: dict[tuple[str, int], list[tuple[int, str | None]]] = {}  # (obj, scheduled) -> [(t, outcome)]
         self.inferred = 0
+        self.no_outcome = 0
 
     def add(self, t, ns, obj, kind, sched=None, prev=None, retry=None, detail=None) -> None:
         self.rows.append((len(self.rows) + 1, int(t), ns, obj, kind, sched, prev, retry, detail))
@@ -202,6 +207,8 @@ class _Builder:
         else:
             rc, inferred = len(tried), True
             self.inferred += 1
+        end_line = next((r for r in lines if r["ev"] in ("alarm_end", "alarm_throw")), None)
+        outcome = inv.outcome or (None if end_line is None else "ok" if end_line["ev"] == "alarm_end" else "exception")
         ok_before = any(o == "ok" for _, o in tried)
         self.armed_at.pop(obj, None)
         for r in lines:  # a constructor run before alarm() logs first
@@ -209,17 +216,18 @@ class _Builder:
                 self.line(r, ns, obj, False)
         late = t - s if s is not None else None
         self.add(t, ns, obj, "fire", s, None, rc, {"attempt": len(tried) + 1, "late_ms": late, "retry_count_inferred":
-                                                   inferred, "source": inv.source, "outcome": inv.outcome})
-        tried.append((t, inv.outcome))
+                                                   inferred, "source": inv.source, "outcome": outcome})
+        tried.append((t, outcome))
         armed_inside = False
         for r in lines:
             if r["ev"] not in ("construct", "alarm_start", "alarm_end", "alarm_throw"):
                 self.line(r, ns, obj, True)
                 armed_inside |= r["ev"] == "arm"
         armed_inside |= self._span_arms(inv, ns, obj, lines, True)
-        end_line = next((r for r in lines if r["ev"] in ("alarm_end", "alarm_throw")), None)
         end = max(t + int(inv.wall_ms or 0), int(end_line["_t"]) if end_line else t)
-        if inv.outcome == "ok":
+        if outcome is None:  # the trace ended before the invocation's outcome arrived: no end is made up
+            self.no_outcome += 1
+        elif outcome == "ok":
             self.add(end, ns, obj, "handler_ok", s, None, rc, {"next_ms": self.current.get(obj) if armed_inside else None})
             if not armed_inside:
                 self.current[obj] = None
@@ -227,7 +235,7 @@ class _Builder:
             exc = inv.exceptions[0] if inv.exceptions else {}
             self.add(end, ns, obj, "handler_error", s, None, rc,
                      {"error": exc.get("name") or (end_line or {}).get("error") or inv.outcome,
-                      "message": exc.get("message") or (end_line or {}).get("message"), "outcome": inv.outcome})
+                      "message": exc.get("message") or (end_line or {}).get("message"), "outcome": outcome})
         self._check_fire(obj, t, s, rc, tried, ok_before, ns, armed_inside)
 
     def _span_arms(self, inv: Invocation, ns, obj, lines, in_alarm: bool) -> bool:
@@ -250,7 +258,7 @@ class _Builder:
         elif len(tried) == 1 and t - s > self.late_ms:
             self.anomalies.append(Anomaly("late_fire", obj, t, f"fired {t - s} ms after its scheduled time {_utc(s)} "
                                           f"(threshold {self.late_ms} ms)"))
-        failures = [x for x in tried if x[1] != "ok"]
+        failures = [x for x in tried if x[1] not in ("ok", None)]
         if len(failures) == LADDER and len(tried) == LADDER and not armed_inside:
             self.add(t, ns, obj, "abandoned", None, s, rc, {"attempts": LADDER, "inferred": True})
             self.current[obj] = None

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 from ..errors import AlarmkitError
 
-__all__ = ["Invocation", "read_records", "invocations", "parse_ms", "FORMATS"]
+__all__ = ["Invocation", "read_records", "invocations", "parse_ms", "to_logpush", "FORMATS"]
 
 FORMATS = ("tail", "logpush", "stream")
 SET_ALARM_SPAN = "durable_object_storage_setAlarm"
@@ -220,3 +220,27 @@ def invocations(records: list[dict]) -> tuple[list[Invocation], dict[str, int]]:
     for i, inv in enumerate(out):
         inv.order = i
     return out, counts
+
+
+def to_logpush(item: dict) -> dict:
+    """One tail ``TraceItem`` as a Logpush ``workers_trace_events`` record, field by field.
+
+    Top-level names are the dataset's published fields. The dataset documents ``Event``,
+    ``Exceptions`` and ``Logs`` only as objects: their inner keys here (``Event`` = the TraceItem's
+    event as is; ``Name``/``Message``/``TimestampMs``, ``Level``/``Message``/``TimestampMs``) are this
+    converter's choice, and ``durableObjectId`` has no field to go to.
+    """
+    ev = item.get("event") or {}
+    typ = ("alarm" if "scheduledTime" in ev and "cron" not in ev else "scheduled" if "cron" in ev
+           else "fetch" if "request" in ev else "worker_rpc" if "rpcMethod" in ev else "unknown")
+    return {
+        "CPUTimeMs": item.get("cpuTime"), "DispatchNamespace": item.get("dispatchNamespace"),
+        "Entrypoint": item.get("entrypoint"), "Event": ev, "EventTimestampMs": item.get("eventTimestamp"),
+        "EventType": typ,
+        "Exceptions": [{"Name": e.get("name"), "Message": e.get("message"), "TimestampMs": e.get("timestamp")}
+                       for e in item.get("exceptions") or []],
+        "Logs": [{"Level": g.get("level"), "Message": g.get("message"), "TimestampMs": g.get("timestamp")}
+                 for g in item.get("logs") or []],
+        "Outcome": item.get("outcome"), "ScriptName": item.get("scriptName"), "ScriptTags": item.get("scriptTags") or [],
+        "ScriptVersion": item.get("scriptVersion"), "WallTimeMs": item.get("wallTime"),
+    }
