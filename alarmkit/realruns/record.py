@@ -10,7 +10,8 @@ The driving script is JSON: ``{"steps": [{"at_ms": 0, "object": "ledger-1", "met
 "args": ["lease-1", 1000], "owes": {"effect": "revoke", "key": "lease-1", "after_ms": 1000}}, ...],
 "until_ms": 5000}``: each step calls ``method(*args)`` on the object named ``object`` (by RPC) at
 ``at_ms`` after the start; recording stops ``until_ms`` after the start. ``owes`` declares the
-obligation the call creates (checked by ``RecordResult.check()``).
+obligation the call creates (checked by ``RecordResult.check()``): due ``after_ms`` after the time
+just before the call, or, with ``"due": "returned"``, at the epoch ms the call returned.
 """
 
 from __future__ import annotations
@@ -74,9 +75,10 @@ export default {
     const u = new URL(req.url);
     if (u.pathname === "/health") return Response.json({ ok: true, now: Date.now() });
     const { object, method, args } = await req.json();
+    const before = Date.now();
     try {
       const stub = env.NS.get(env.NS.idFromName(object));
-      return Response.json({ ok: true, value: await stub[method](...(args || [])) ?? null, now: Date.now() });
+      return Response.json({ ok: true, value: await stub[method](...(args || [])) ?? null, before, now: Date.now() });
     } catch (e) {
       return Response.json({ ok: false, error: String(e), now: Date.now() });
     }
@@ -185,8 +187,12 @@ def record(worker: str | Path, class_name: str, script: dict | str | Path, journ
             calls.append({"step": step, "result": r})
             owes = step.get("owes")
             if owes and r.get("ok"):
+                # "due": "returned": the call returned the due time (the object's own clock); else the
+                # time just before the call plus after_ms (the object read its clock at or after it)
+                due = (int(r["value"]) if owes.get("due") == "returned"
+                       else int(r["before"]) + int(owes.get("after_ms", 0)))
                 obligations.append({"object": step["object"], "effect": owes["effect"], "key": owes["key"],
-                                    "due_ms": int(r["now"]) + int(owes.get("after_ms", 0)), "since_ms": int(r["now"])})
+                                    "due_ms": due, "since_ms": int(r["before"])})
         _sleep_until(t0 + script["until_ms"] / 1000)
         time.sleep(settle_s)  # the last tail events are posted after their invocation ends
         horizon = int(time.time() * 1000)

@@ -29,9 +29,10 @@ export class LeaseLedger extends DurableObject {
     if (current === null || next < current) await this.ctx.storage.setAlarm(next);
   }
   async grant(id, ttlMs) {
-    this.sql.exec(`INSERT OR REPLACE INTO leases (id, expire_at) VALUES (?, ?)`, id, Date.now() + ttlMs);
+    const expireAt = Date.now() + ttlMs;
+    this.sql.exec(`INSERT OR REPLACE INTO leases (id, expire_at) VALUES (?, ?)`, id, expireAt);
     await this.ensureAlarm();
-    return id;
+    return expireAt; // when the revoke is owed
   }
   async alarm() {
     if (this.labGet("alwaysThrow")) throw new Error("injected handler failure");
