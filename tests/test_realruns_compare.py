@@ -12,7 +12,7 @@ from alarmkit.plots import compare
 from alarmkit.realruns.compare import align, differences, export_comparison
 from alarmkit.realruns.importer import import_file
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "real"
+FIX = Path(__file__).resolve().parents[1] / "data" / "real-runs"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``alarmkit import`` on the fixtures recorded on real workerd (tests/fixtures/real, see record_fixtures.py)."""
+"""``alarmkit import`` on the fixtures recorded on real workerd (data/real-runs, see record_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from alarmkit.realruns.importer import import_file, import_records
 from alarmkit.realruns.traces import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "tests" / "fixtures" / "real"
+FIX = ROOT / "data" / "real-runs"
 
 
 def kinds(result, kind):
