@@ -4,9 +4,10 @@ from .compare import differences, export_comparison
 from .importer import ImportResult, import_file
 from .perfetto import export_perfetto, trace_events
 from .record import RecordResult, record
+from .reporting import since_start
 
 __all__ = ["export_perfetto", "trace_events", "import_file", "ImportResult", "record", "RecordResult", "differences",
-           "export_comparison", "fixture", "FIXTURES", "SCENARIOS"]
+           "export_comparison", "fixture", "since_start", "FIXTURES", "SCENARIOS"]
 
 from pathlib import Path as _Path
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["is_real", "real_rows", "relative", "origin_text"]
+__all__ = ["is_real", "real_rows", "relative", "since_start", "origin_text"]
 
 _TIME_COLS = ("t_ms", "scheduled_ms", "prev_scheduled_ms")
 
@@ -29,6 +29,11 @@ def relative(events: pd.DataFrame, t0_ms: int | None = None) -> tuple[pd.DataFra
     for col in _TIME_COLS:
         out[col] = out[col] - t0
     return out, t0
+
+
+def since_start(events: pd.DataFrame) -> pd.DataFrame:
+    """A real run's events with times counted from its first event (for figures on a short axis)."""
+    return relative(events)[0]
 
 
 def real_rows(run: dict, events: pd.DataFrame) -> list[tuple[str, str, bool]]:
