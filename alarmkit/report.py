@@ -18,7 +18,7 @@ import plotly.io as pio
 
 from .errors import AlarmkitError
 from .plots import backoff_ladder, effect_idents, fmt_ms, lateness, timeline
-from .realruns.reporting import is_real as real_run, origin_text, real_rows, relative
+from .realruns.reporting import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 
 __all__ = ["export_html", "export_run", "report_html", "run_figures", "summary_rows"]
 
@@ -132,6 +132,8 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     if real_run(run):  # an imported or recorded run: its anomalies and what its trace could not tell
         rows[6] = ("events", f"{len(events):,} over {fmt_ms(int(events['t_ms'].max() - events['t_ms'].min()))} "
                              "of wall-clock time" if len(events) else "0", False)
+        shown = {k: v for k, v in (run.get("params") or {}).items() if k != "imported"}
+        rows[4] = ("parameters", json.dumps(shown, default=str), False)
         rows.extend(real_rows(run, events))
     if violations is not None:
         found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
@@ -154,17 +156,20 @@ def run_figures(events: pd.DataFrame, run: dict | None = None) -> list[go.Figure
     run = run or {}
     title = " · ".join(str(x) for x in (run.get("scenario"), f"run {run['run_id']}" if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
-    if real_run(run):  # epoch times: the figures count from the first event, named in the title
+    real = real_run(run)
+    if real:  # epoch times: the figures count from the first event, named in the title
         events, t0 = relative(events)
         title += f" · t = 0 at {origin_text(t0)}"
     figs = [timeline(events, title=title)]
+    if real:
+        retitle_time_axes(figs[0])
     if (events["kind"] == "retry_scheduled").any():
         try:
             figs.append(backoff_ladder(events, profile=run.get("profile") or "workerd"))
         except AlarmkitError:  # a profile this process does not know: the ladder of the default one
             figs.append(backoff_ladder(events))
-    if (events["kind"] == "fire").any():
-        figs.append(lateness(events))
+    if (events["kind"] == "fire").any():  # a trace holds no retry_scheduled: a real run's retries count from scheduled
+        figs.append(lateness(events, against="scheduled" if real else "due"))
     return figs
 
 

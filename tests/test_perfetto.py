@@ -130,3 +130,20 @@ def test_cli_export_format_perfetto_and_its_errors(tmp_path):
     assert none.returncode == 2 and "no journal file nope.duckdb" in none.stderr and "Traceback" not in none.stderr
     fmt = _cli("export", "--db", "j.duckdb", "--run", "1", "--format", "svg", cwd=tmp_path)
     assert fmt.returncode == 2 and "invalid choice: 'svg'" in fmt.stderr
+
+
+def test_an_imported_real_run_keeps_epoch_microseconds():
+    from alarmkit.realruns import fixture, import_file
+
+    j = Journal()
+    r = import_file(fixture("lease-exhaustion"), j)
+    trace = trace_events(j.events(r.run_id), {r.run_id: j.run(r.run_id)})
+    assert_valid(trace)
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    fires = j.events(r.run_id).query("kind == 'fire'")
+    assert [e["ts"] for e in slices] == [int(t) * 1000 for t in fires["t_ms"]]
+    assert slices[0]["ts"] > 1_700_000_000_000_000  # epoch microseconds
+    # workerd's retries are not arms in a trace: only the user's arm draws an arrow, to the first run
+    assert [e["ts"] for e in trace["traceEvents"] if e["ph"] == "f"] == [slices[0]["ts"]]
+    proc = [e for e in trace["traceEvents"] if e["name"] == "process_name"][0]["args"]["name"]
+    assert proc == "import:tail.jsonl · run 1 · profile real:tail · seed 0"

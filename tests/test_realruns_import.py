@@ -173,6 +173,8 @@ def test_cli_import_prints_summary_and_anomalies_and_the_report_shows_them(tmp_p
     assert rep.returncode == 0, rep.stderr
     page = (tmp_path / "r.html").read_text()
     assert "ladder_exhausted · ledger-exhaust" in page and "of wall-clock time" in page
+    assert "wall-clock time since t = 0 (s)" in page and "virtual time (s)" not in page
+    assert "lateness: fire time − scheduled time" in page  # a trace has no retry_scheduled to measure from
     bad = _cli("import", "nope.jsonl", "--db", "j.duckdb", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("alarmkit: error: no trace file nope.jsonl")
     (tmp_path / "broken.jsonl").write_text("{not json\n")

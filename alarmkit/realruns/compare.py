@@ -93,8 +93,12 @@ def compare_real(real: pd.DataFrame, simulated: pd.DataFrame, labels: tuple[str,
     """``plots.compare`` of the two runs, both aligned on their first request."""
     from ..plots import compare
 
-    return compare({labels[0]: real, labels[1]: simulated}, align="first_request",
-                   title=kw.pop("title", f"{labels[0]} vs {labels[1]} · t = 0 at each run's first request"), **kw)
+    from .reporting import retitle_time_axes
+
+    fig = compare({labels[0]: real, labels[1]: simulated}, align="first_request",
+                  title=kw.pop("title", f"{labels[0]} vs {labels[1]} · t = 0 at each run's first request"), **kw)
+    retitle_time_axes(fig, "time since the first request (wall-clock for the real run, virtual for the simulated)")
+    return fig
 
 
 def export_comparison(journal: Any, real_run: int, sim_run: int, path: str | Path, *, tolerance_ms: int = 250) -> Path:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["is_real", "real_rows", "relative", "since_start", "origin_text"]
+__all__ = ["is_real", "real_rows", "relative", "since_start", "origin_text", "retitle_time_axes"]
 
 _TIME_COLS = ("t_ms", "scheduled_ms", "prev_scheduled_ms")
 
@@ -50,3 +50,13 @@ def real_rows(run: dict, events: pd.DataFrame) -> list[tuple[str, str, bool]]:
     if imp.get("cannot"):
         rows.append(("not in the trace", "\n".join(imp["cannot"]), False))
     return rows
+
+
+def retitle_time_axes(fig, text: str = "wall-clock time since t = 0") -> None:
+    """A figure of real runs: its x axes say wall-clock time, not virtual time (the unit is kept)."""
+    for name in fig.layout:
+        if name.startswith("xaxis"):
+            axis = fig.layout[name]
+            title = axis.title.text if axis.title is not None else None
+            if title and title.startswith("virtual time"):
+                axis.title.text = title.replace("virtual time", text, 1)
