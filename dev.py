@@ -1,30 +1,38 @@
 #!/usr/bin/env python3
-"""The project's two set-up commands, runnable with nothing but python3 (3.11+):
+"""The project's set-up commands, runnable with nothing but python3 (3.11+):
 
     python3 dev.py demo    # the main job: run every scenario, write journal.duckdb and reports/*.html
-    python3 dev.py test    # the whole test suite (what CI runs)
+    python3 dev.py test    # the whole test suite (what CI runs); extra arguments go to pytest
+    python3 dev.py lab     # JupyterLab on notebooks/ (double-click a notebook to open it as one)
 
 Each creates or reuses ./.venv and installs what it needs (re-installing only when pyproject.toml
-changes). ``test`` also makes sure the test suite's outside helpers are present: Debian's chromium
-for the browser tests (via apt-get, when run as root) and workerd from npm for the calibration
-tests (when Node.js is installed). Extra arguments after ``test`` go to pytest.
+changes). Run from an activated conda environment (not base), they use that environment instead
+of making ./.venv. ``test`` also makes sure the test suite's outside helpers are present: Debian's
+chromium for the browser tests (via apt-get, when run as root, never upgrading installed packages;
+apt's output goes to a log file) and workerd from npm for the calibration tests (when Node.js is
+installed). pytest then says why each skipped test was skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-PY = BIN / "python"
 CHROMIUM = Path("/usr/bin/chromium")
+# JupyterLab reads every overrides.d/*.json of its app settings as defaults (jupyterlab_server's
+# settings_utils); this one makes a double-click open a .py (the notebooks are py:percent) with
+# jupytext's notebook factory instead of the text editor.
+LAB_OVERRIDES = Path("share", "jupyter", "lab", "settings", "overrides.d", "alarmkit-notebooks.json")
+LAB_SETTINGS = {"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}
 
 
 def say(msg: str) -> None:
@@ -35,61 +43,150 @@ def run(cmd: list, **kw) -> int:
     return subprocess.call([str(c) for c in cmd], **kw)
 
 
-def ensure_venv(extras: str) -> None:
+def conda_prefix(environ=os.environ, prefix: str = sys.prefix) -> Path | None:
+    """The active conda environment, when this python3 is its interpreter and it is not base."""
+    active = environ.get("CONDA_PREFIX")
+    if not active or Path(prefix).resolve() != Path(active).resolve():
+        return None
+    if environ.get("CONDA_DEFAULT_ENV") == "base" or (Path(active) / "condabin").is_dir():
+        return None  # never install into conda's base environment
+    return Path(active)
+
+
+class Env:
+    """Where alarmkit gets installed: ./.venv, or the active conda environment."""
+
+    def __init__(self, conda: Path | None = None) -> None:
+        self.conda = conda
+        if conda is not None:
+            self.prefix = conda
+            self.python = Path(sys.executable)
+            self.bin = Path(sysconfig.get_path("scripts"))
+            self.state = ROOT / ".alarmkit"  # logs; git ignores it
+        else:
+            self.prefix = VENV
+            self.bin = VENV / ("Scripts" if os.name == "nt" else "bin")
+            self.python = self.bin / "python"
+            self.state = VENV
+
+    def stamp(self, extras: str) -> tuple[Path, str]:
+        """The stamp file saying what was installed, and what it must say to skip pip."""
+        want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+        if self.conda is None:
+            return VENV / f".installed-{extras or 'core'}", want
+        # one conda environment may serve several checkouts: the editable install must be this one
+        return self.prefix / f".alarmkit-installed-{extras or 'core'}", f"{want} {ROOT}"
+
+
+def ensure_env(extras: str) -> Env:
     if sys.version_info < (3, 11):
         sys.exit(f"alarmkit needs Python 3.11 or newer; this is {sys.version.split()[0]} ({sys.executable})")
-    if not PY.exists():
+    env = Env(conda_prefix())
+    if env.conda is None and os.environ.get("CONDA_PREFIX"):
+        say(f"not installing into conda environment {os.environ['CONDA_PREFIX']} (it is base, or python3 is not "
+            f"its interpreter): using {VENV}; `conda activate alarmkit` first to use that environment")
+    if env.conda is None and not env.python.exists():
         say(f"creating {VENV}")
         try:
             venv.EnvBuilder(with_pip=True).create(VENV)
         except Exception as err:  # Debian without python3-venv, for one
             sys.exit(f"could not create {VENV}: {err}\n(on Debian/Ubuntu: apt-get install python3-venv)")
-    stamp = VENV / f".installed-{extras or 'core'}"
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if stamp.exists() and stamp.read_text() == want:
+    stamp, want = env.stamp(extras)
+    if not (stamp.exists() and stamp.read_text() == want):
+        where = f"conda environment {env.prefix}" if env.conda else str(VENV)
+        say(f"installing alarmkit[{extras}] into {where} (first run takes a few minutes)")
+        spec = f".[{extras}]" if extras else "."
+        rc = run([env.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", spec], cwd=ROOT)
+        if rc:
+            sys.exit(f"pip install failed (exit {rc}); see the messages above")
+        stamp.write_text(want)
+    ensure_lab_settings(env.prefix)
+    return env
+
+
+def ensure_lab_settings(prefix: Path) -> Path:
+    """Write the JupyterLab default that opens notebooks/*.py as notebooks, into the environment."""
+    path = prefix / LAB_OVERRIDES
+    text = json.dumps(LAB_SETTINGS, indent=2) + "\n"
+    if not (path.exists() and path.read_text(encoding="utf-8") == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def apt_upgrades(simulation: str) -> tuple[list[str], list[str]]:
+    """From ``apt-get -s install`` output: the packages it would newly install, and those it would upgrade."""
+    new, upgraded = [], []
+    for line in simulation.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "Inst":
+            (upgraded if len(parts) > 2 and parts[2].startswith("[") else new).append(parts[1])
+    return new, upgraded
+
+
+def ensure_chromium(log: Path, chromium: Path = CHROMIUM) -> None:
+    """Install Debian's chromium and only what it depends on; never upgrade an installed package.
+
+    Recommends are what upgraded packages before: chromium's recommended tree (udev, upower, perl
+    modules, ...) pins newer systemd, perl and gdk-pixbuf. ``--no-upgrade`` only protects packages
+    named on the command line, so the plan is simulated first and refused if it upgrades anything.
+    """
+    if chromium.exists():
         return
-    say(f"installing alarmkit[{extras}] into {VENV} (first run takes a few minutes)")
-    spec = f".[{extras}]" if extras else "."
-    rc = run([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", spec], cwd=ROOT)
-    if rc:
-        sys.exit(f"pip install failed (exit {rc}); see the messages above")
-    stamp.write_text(want)
-
-
-def ensure_chromium() -> None:
-    if CHROMIUM.exists():
+    if not (shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0):
+        say(f"no {chromium}: the browser tests will be skipped (as root: apt-get install --no-install-recommends chromium)")
         return
-    if shutil.which("apt-get") and os.geteuid() == 0:
-        say("installing Debian's chromium for the browser tests (apt-get)")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        run(["apt-get", "update", "-qq"], env=env)
-        run(["apt-get", "install", "-y", "-qq", "chromium"], env=env)
-    if not CHROMIUM.exists():
-        say("no /usr/bin/chromium: the browser tests will be skipped (apt-get install chromium)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as out:
+        out.write("$ apt-get update\n")
+        out.flush()
+        subprocess.call(["apt-get", "update"], stdout=out, stderr=subprocess.STDOUT, env=env)
+        cmd = ["apt-get", "install", "-y", "--no-install-recommends", "--no-upgrade", "chromium"]
+        plan = subprocess.run(["apt-get", "-s", *cmd[1:]], capture_output=True, text=True, env=env)
+        out.write(f"$ apt-get -s {' '.join(cmd[1:])}\n{plan.stdout}{plan.stderr}")
+        new, upgraded = apt_upgrades(plan.stdout)
+        if plan.returncode or not new:
+            say(f"apt-get cannot install chromium (see {log}): the browser tests will be skipped")
+            return
+        if upgraded:
+            say(f"chromium not installed: it would upgrade {len(upgraded)} installed package(s) "
+                f"({', '.join(upgraded[:6])}{', ...' if len(upgraded) > 6 else ''}); to accept that, run "
+                f"`{' '.join(cmd)}` (plan in {log}); the browser tests will be skipped")
+            return
+        say(f"installing chromium and {len(new) - 1} package(s) it depends on, upgrading none (apt-get output in {log})")
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    if rc or not chromium.exists():
+        say(f"apt-get install chromium failed (exit {rc}; see {log}): the browser tests will be skipped")
 
 
-def ensure_workerd() -> None:
+def ensure_workerd(env: Env) -> None:
     if not shutil.which("npm"):
         say("no Node.js/npm: the real-workerd calibration tests will be skipped")
         return
-    rc = run([PY, "-m", "alarmkit", "calibrate", "--install-only"], cwd=ROOT)
+    rc = run([env.python, "-m", "alarmkit", "calibrate", "--install-only"], cwd=ROOT)
     if rc:
         say("workerd could not be installed from npm: the calibration tests will be skipped")
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test"):
+    if not argv or argv[0] not in ("demo", "test", "lab"):
         print(__doc__.strip())
         return 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "demo":
-        ensure_venv("notebooks")
-        return run([BIN / "alarmkit", "demo", *rest], cwd=ROOT)
-    ensure_venv("dev")
-    ensure_chromium()
-    ensure_workerd()
+        env = ensure_env("notebooks")
+        return run([env.bin / "alarmkit", "demo", *rest], cwd=ROOT)
+    if cmd == "lab":
+        env = ensure_env("notebooks")
+        return run([env.python, "-m", "jupyter", "lab", *(rest or ["notebooks/"])], cwd=ROOT)
+    env = ensure_env("dev")
+    ensure_chromium(env.state / "apt.log")
+    ensure_workerd(env)
     say("running the test suite")
-    return run([PY, "-m", "pytest", *rest], cwd=ROOT)
+    return run([env.python, "-m", "pytest", "-rs", *rest], cwd=ROOT)
 
 
 if __name__ == "__main__":

@@ -221,3 +221,56 @@ def _drive(page, lab: dict, shots: Path) -> None:
     assert _marks(plot) != before
     status = explorer.locator(".widget-html").first.inner_text()
     assert "2 alarm() attempts" in status and "'lease-0': 2" in status, status
+
+
+# -- a double-click opens notebooks/*.py as a notebook (issue 13, item 6) --------------------------------------
+LAB_OVERRIDES = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.d", "alarmkit-notebooks.json")
+
+
+def test_double_click_opens_a_py_notebook_as_a_notebook(tmp_path):
+    """In the Lab that dev.py sets up (this interpreter's), a double-click on notebooks/*.py in the file
+    browser opens a notebook panel with the notebook's cells, not the text editor."""
+    if not LAB_OVERRIDES.exists():
+        pytest.skip(f"no {LAB_OVERRIDES}: this environment was not set up by dev.py (python3 dev.py lab writes it)")
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / NOTEBOOK.name).write_text(NOTEBOOK.read_text(encoding="utf-8"), encoding="utf-8")
+    cells = len(jupytext.read(NOTEBOOK).cells)
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws")}
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = tmp_path / "jupyter.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
+        with playwright_sync.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(60_000)
+                page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks?token={token}", timeout=90_000)
+                item = page.locator(".jp-DirListing-item", has_text=NOTEBOOK.name)
+                item.wait_for(timeout=90_000)
+                item.dblclick()
+                panel = page.locator(".jp-NotebookPanel")
+                panel.first.wait_for(timeout=60_000)
+                _wait_until(lambda: panel.first.locator(".jp-Cell").count() >= cells, 60, f"{cells} cells", page)
+                assert page.locator(".jp-FileEditor:visible").count() == 0, "the .py also opened in a text editor"
+                tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+                assert tab.first.inner_text() == NOTEBOOK.name
+                shots = os.environ.get("ALARMKIT_SCREENSHOTS")
+                if shots:
+                    page.screenshot(path=str(Path(shots) / "double-click-notebook.png"))
+            finally:
+                browser.close()
+    finally:
+        _stop(proc)

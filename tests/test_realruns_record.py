@@ -97,3 +97,18 @@ def test_record_refuses_bad_input_before_starting_workerd(tmp_path):
                "--db", "j.duckdb", cwd=tmp_path)
     assert cls.returncode == 2 and "--class must be a JavaScript class name, got 'Not-A-Class'" in cls.stderr
     assert (JS_DIR / "recorded.js").is_file()
+
+
+@pytest.mark.long
+@pytest.mark.skipif(os.environ.get("ALARMKIT_LONG") != "1", reason="~2.5 min of real time: set ALARMKIT_LONG=1")
+def test_record_a_full_exhaustion_on_workerd(tmp_path, workerd_binary):
+    """What data/real-runs/record_fixtures.py does for lease-exhaustion, into a temp folder."""
+    script = json.loads((ROOT / "data" / "real-runs" / "lease-exhaustion" / "drive.json").read_text())
+    r = record(LAB_DIR / "lease.js", "LeaseLedger", script, binary=workerd_binary, out_dir=tmp_path)
+    fires = [x for x in r.imported.rows if x[4] == "fire"]
+    assert [f[7] for f in fires] == list(range(7)) and len({f[5] for f in fires}) == 1
+    assert [a.kind for a in r.imported.anomalies] == ["retries", "ladder_exhausted"]
+    waits = [(b[1] - a[1]) / 1000 for a, b in zip(fires, fires[1:])]
+    assert all((2 << n) <= w <= (2 << n) * 1.25 + 0.1 for n, w in enumerate(waits)), waits
+    report = r.check()
+    assert [o["status"] for o in report.obligations] != ["done"]  # the revoke never ran: the handler always threw
