@@ -174,8 +174,10 @@ def run_figures(events: pd.DataFrame, run: dict | None = None) -> list[go.Figure
 
 
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
-                rows: Sequence[tuple[str, str, bool]] = ()) -> str:
-    """The page as a string: plotly.js once, inline; every title and table cell escaped."""
+                rows: Sequence[tuple[str, str, bool]] = (), clock: str = "virtual time") -> str:
+    """The page as a string: plotly.js once, inline; every title and table cell escaped.
+
+    ``clock`` names the time the figures show (a real run's report says wall-clock time)."""
     from . import __version__
 
     figures = list(figures)
@@ -193,7 +195,7 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        f"<h1>{html.escape(title)}</h1>\n<p class=\"sub\">alarmkit {html.escape(__version__)} · virtual time · "
+        f"<h1>{html.escape(title)}</h1>\n<p class=\"sub\">alarmkit {html.escape(__version__)} · {html.escape(clock)} · "
         "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
         f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
     )
@@ -251,7 +253,8 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
-    out.write_text(report_html(figures, title, rows), encoding="utf-8")
+    clock = "wall-clock time, from the run's first event" if real_run(run) else "virtual time"
+    out.write_text(report_html(figures, title, rows, clock), encoding="utf-8")
     return out
 
 

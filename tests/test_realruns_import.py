@@ -173,7 +173,7 @@ def test_cli_import_prints_summary_and_anomalies_and_the_report_shows_them(tmp_p
     assert rep.returncode == 0, rep.stderr
     page = (tmp_path / "r.html").read_text()
     assert "ladder_exhausted · ledger-exhaust" in page and "of wall-clock time" in page
-    assert "wall-clock time since t = 0 (s)" in page and "virtual time (s)" not in page
+    assert "wall-clock time since t = 0 (s)" in page and "virtual time" not in page
     assert "lateness: fire time − scheduled time" in page  # a trace has no retry_scheduled to measure from
     bad = _cli("import", "nope.jsonl", "--db", "j.duckdb", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("alarmkit: error: no trace file nope.jsonl")
@@ -182,3 +182,44 @@ def test_cli_import_prints_summary_and_anomalies_and_the_report_shows_them(tmp_p
     assert broken.returncode == 2 and "broken.jsonl:1 is not JSON" in broken.stderr and "Traceback" not in broken.stderr
     neg = _cli("import", "broken.jsonl", "--db", "j.duckdb", "--late-ms", "-5", cwd=tmp_path)
     assert neg.returncode == 2 and "expected milliseconds >= 0, got -5" in neg.stderr
+
+
+def _stream(inv, seq, t, event, span=None):
+    return {"invocationId": inv, "sequence": seq, "timestamp": t, "spanContext": {"traceId": "t", "spanId": span},
+            "event": event}
+
+
+def test_stream_setalarm_spans_become_arms_with_iso_times():
+    """The shape local workerd streamed (an experiment with a bare class, no recorder lines)."""
+    oid = "cd" * 32
+    recs = [
+        _stream("i1", 0, 1_796_112_851_743, {"type": "onset", "executionModel": "durableObject", "spanId": "s0",
+                                             "entrypoint": "Obj", "durableObjectId": oid, "info": {"type": "jsrpc"}}),
+        _stream("i1", 6, 1_796_112_851_744, {"type": "spanOpen", "name": "durable_object_storage_setAlarm",
+                                             "spanId": "s1"}, "s0"),
+        _stream("i1", 7, 1_796_112_851_744, {"type": "attributes", "info": [
+            {"name": "cloudflare.durable_object.alarm.scheduled_time", "value": "2026-12-01T08:14:12.044Z"}]}, "s1"),
+        _stream("i1", 9, 1_796_112_851_753, {"type": "outcome", "outcome": "ok", "cpuTime": 0, "wallTime": 0}, "s0"),
+        _stream("i2", 0, "2026-12-01T08:14:12.045Z", {"type": "onset", "executionModel": "durableObject", "spanId": "a0",
+                                                      "entrypoint": "Obj", "durableObjectId": oid,
+                                                      "info": {"type": "alarm", "scheduledTime": "2026-12-01T08:14:12.044Z"}}),
+        _stream("i2", 4, 1_796_112_852_046, {"type": "exception", "name": "Error", "message": "boom 0"}, "a0"),
+        _stream("i2", 6, 1_796_112_852_047, {"type": "outcome", "outcome": "exception", "cpuTime": 0, "wallTime": 0}, "a0"),
+    ]
+    r = import_records(recs, "stream")
+    (arm,) = kinds(r, "arm")
+    (fire,) = kinds(r, "fire")
+    assert (arm[1], arm[3], arm[5], arm[8]["source"]) == (1_796_112_851_744, oid, 1_796_112_852_044, "setAlarm span")
+    assert (fire[1], fire[5], fire[7], fire[8]["late_ms"]) == (1_796_112_852_045, 1_796_112_852_044, 0, 1)
+    (err,) = kinds(r, "handler_error")
+    assert (err[8]["error"], err[8]["message"]) == ("Error", "boom 0")
+    assert r.summary["format"] == "stream" and r.anomalies == []
+
+
+def test_the_js_files_ship_as_package_data():
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["alarmkit"]
+    js = [p.relative_to(ROOT / "alarmkit").as_posix() for p in (ROOT / "alarmkit" / "realruns" / "js").rglob("*.js")]
+    assert len(js) == 4 and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in js)

@@ -114,5 +114,6 @@ def export_comparison(journal: Any, real_run: int, sim_run: int, path: str | Pat
     out = Path(path)
     if not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another path")
-    out.write_text(report_html([compare_real(real, sim, labels)], "real vs simulated", rows), encoding="utf-8")
+    out.write_text(report_html([compare_real(real, sim, labels)], "real vs simulated", rows,
+                               "time since each run's first request"), encoding="utf-8")
     return out
