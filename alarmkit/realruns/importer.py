@@ -116,6 +116,8 @@ def import_records(records: list[dict], name: str = "trace", *, late_ms: int = L
         b.invocation(inv, lines, ns, obj)
     end = max((r[1] for r in b.rows), default=None)
     b.finish(end)
+    # in time order (a stable sort keeps each invocation's own order), numbered again
+    rows = [(i, *r[1:]) for i, r in enumerate(sorted(b.rows, key=lambda r: r[1]), 1)]
     cannot = []
     if fmt == "logpush" and not have_lines:
         cannot.append("object ids: Logpush workers_trace_events has no Durable Object id field; "
@@ -139,7 +141,7 @@ def import_records(records: list[dict], name: str = "trace", *, late_ms: int = L
                "invocations": len(invs), "alarm_invocations": sum(inv.kind == "alarm" for inv in invs),
                "objects": sorted(b.objects), "first_ms": min(times, default=None), "last_ms": max(times, default=None),
                "log_lines": sum(len(p) for p in parsed), "late_ms": late_ms, "grace_ms": grace_ms}
-    return ImportResult(b.rows, b.anomalies, summary, cannot, b.pending)
+    return ImportResult(rows, b.anomalies, summary, cannot, b.pending)
 
 
 class _Builder:
@@ -236,7 +238,7 @@ class _Builder:
             self.add(end, ns, obj, "handler_error", s, None, rc,
                      {"error": exc.get("name") or (end_line or {}).get("error") or inv.outcome,
                       "message": exc.get("message") or (end_line or {}).get("message"), "outcome": outcome})
-        self._check_fire(obj, t, s, rc, tried, ok_before, ns, armed_inside)
+        self._check_fire(obj, t, end, s, rc, tried, ok_before, ns, armed_inside)
 
     def _span_arms(self, inv: Invocation, ns, obj, lines, in_alarm: bool) -> bool:
         if any(r["ev"] in ("arm", "disarm") for r in lines) or obj is None:
@@ -249,7 +251,7 @@ class _Builder:
                 self.current[obj] = None
         return any(w == "set" for _, w, _ in inv.span_arms)
 
-    def _check_fire(self, obj, t, s, rc, tried, ok_before, ns, armed_inside) -> None:
+    def _check_fire(self, obj, t, end, s, rc, tried, ok_before, ns, armed_inside) -> None:
         if s is None:
             return
         if ok_before:
@@ -260,7 +262,7 @@ class _Builder:
                                           f"(threshold {self.late_ms} ms)"))
         failures = [x for x in tried if x[1] not in ("ok", None)]
         if len(failures) == LADDER and len(tried) == LADDER and not armed_inside:
-            self.add(t, ns, obj, "abandoned", None, s, rc, {"attempts": LADDER, "inferred": True})
+            self.add(end, ns, obj, "abandoned", None, s, rc, {"attempts": LADDER, "inferred": True})
             self.current[obj] = None
             waits = ", ".join(f"+{(a - tried[0][0]) / 1000:.1f}" for a, _ in tried)
             self.anomalies.append(Anomaly("ladder_exhausted", obj, t, f"{LADDER} failed runs for scheduled time {_utc(s)} "
