@@ -183,6 +183,10 @@ def test_cli_import_prints_summary_and_anomalies_and_the_report_shows_them(tmp_p
     assert "ladder_exhausted · ledger-exhaust" in page and "of wall-clock time" in page
     assert "wall-clock time since t = 0 (s)" in page and "virtual time" not in page
     assert "lateness: fire time − scheduled time" in page  # a trace has no retry_scheduled to measure from
+    js = _cli("import", str(FIX / "lease-normal" / "logpush.jsonl"), "--db", "j.duckdb", "--json", cwd=tmp_path)
+    assert js.returncode == 0, js.stderr
+    d = json.loads(js.stdout)
+    assert (d["run_id"], d["summary"]["format"], d["summary"]["alarm_invocations"], d["anomalies"]) == (2, "logpush", 2, [])
     bad = _cli("import", "nope.jsonl", "--db", "j.duckdb", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("alarmkit: error: no trace file nope.jsonl")
     (tmp_path / "broken.jsonl").write_text("{not json\n")
