@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--run", dest="run_id", type=_run_id, required=True, help="a run id from the journal")
     export.add_argument("--out", default=None, help="HTML file to write; default: run-<ID>.html")
     export.set_defaults(fn=cmd_export)
+    from .realruns.command import add_commands as realruns_commands  # export --format perfetto, import, record
+
+    realruns_commands(sub, export)
 
     ex = sub.add_parser("explore", help="search crash points and random faults for lost or duplicated work")
     ex.add_argument("scenario", help="a name from `alarmkit list` (e.g. lease-ledger, lease-no-revival)")

@@ -86,13 +86,22 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
 
 
 def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, window=None, title: str = "compare",
-            gl_threshold: int = GL_THRESHOLD, overview_threshold: int = OVERVIEW_THRESHOLD) -> go.Figure:
+            gl_threshold: int = GL_THRESHOLD, overview_threshold: int = OVERVIEW_THRESHOLD,
+            align: str | None = None) -> go.Figure:
     """The same scenario under two (or more) profiles or fault plans: one row each, one shared time axis.
 
     ``runs`` maps a label to that run's events, e.g. ``{"workerd": j.events(1), "crash plan": j.events(2)}``.
+    ``align="first_request"`` counts each run's time from its first request, so a real run (epoch
+    times, from ``alarmkit import`` or ``record``) lines up with a simulated one.
     """
     if not isinstance(runs, Mapping) or not runs:
         raise AlarmkitError("compare needs a dict label -> events, e.g. {'workerd': j.events(1), 'celld': j.events(2)}")
+    if align not in (None, "first_request"):
+        raise AlarmkitError(f"align must be None or 'first_request', got {align!r}")
+    if align == "first_request":
+        from .realruns.compare import align as _align
+
+        runs = {label: _align(_check(df, f"runs[{label!r}]")) for label, df in runs.items()}
     panels = [(str(label), _select(df, objects, kinds, None, window)) for label, df in runs.items()]
     empty = [label for label, df in panels if df.empty]
     if empty:

@@ -18,10 +18,12 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from .errors import AlarmkitError
+from .errors import AlarmkitError
 from ._kinds import CLASS_OF, class_counts
 from .plots import (
     backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
 )
+from .realruns.reporting import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 
 __all__ = ["export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
 
@@ -149,6 +151,12 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         rows.append(("fault plan applied", journal_summary(run), True))
     if "complete" in run and not run["complete"]:
         rows.append(("complete", "no: cut short by an error or a kill (or journaled before runs were marked)", True))
+    if real_run(run):  # an imported or recorded run: its anomalies and what its trace could not tell
+        rows[6] = ("events", f"{len(events):,} over {fmt_ms(int(events['t_ms'].max() - events['t_ms'].min()))} "
+                             "of wall-clock time" if len(events) else "0", False)
+        shown = {k: v for k, v in (run.get("params") or {}).items() if k != "imported"}
+        rows[4] = ("parameters", json.dumps(shown, default=str), False)
+        rows.extend(real_rows(run, events))
     if violations is not None:
         found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
         rows.append(("violations", "\n".join(found) if found else "none", bool(found)))
@@ -173,11 +181,17 @@ def run_figures(events: pd.DataFrame, run: dict | None = None,
     run = run or {}
     title = " · ".join(str(x) for x in (run.get("scenario"), f"run {run['run_id']}" if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
+    real = real_run(run)
+    if real:  # epoch times: the figures count from the first event, named in the title
+        events, t0 = relative(events)
+        title += f" · t = 0 at {origin_text(t0)}"
     mine = {_label(run, "this run"): events}
     if peers:
         figs = [compare({**mine, **peers}, title=f"{run.get('scenario', 'compare')}: {' vs '.join([*mine, *peers])}")]
     else:
         figs = [timeline(events, title=title)]
+    if real:
+        retitle_time_axes(figs[0])
     if (events["kind"] == "retry_scheduled").any():
         try:
             figs.append(backoff_ladder(events, profile=run.get("profile") or "workerd"))
@@ -185,13 +199,15 @@ def run_figures(events: pd.DataFrame, run: dict | None = None,
             figs.append(backoff_ladder(events))
     if (events["kind"] == "keepalive_arm").any():
         figs.append(keepalive_ladder({**mine, **(peers or {})}))
-    if (events["kind"] == "fire").any():
-        figs.append(lateness({**mine, **peers} if peers else events))
+    if (events["kind"] == "fire").any():  # a trace holds no retry_scheduled: a real run's retries count from scheduled
+        figs.append(lateness({**mine, **peers} if peers else events, against="scheduled" if real else "due"))
     return figs
 
 
 _HEAD = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
 GENERATOR = '<meta name="generator" content="alarmkit">'
+
+
 def _label(run: dict, default: str) -> str:
     return str(run.get("profile") or default)
 
@@ -230,9 +246,11 @@ def difference_line(runs: Mapping[str, pd.DataFrame], over_ms: int = 1_000) -> s
 
 
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
-                rows: Sequence[tuple[str, str, bool]] = (), plotlyjs: str = "inline") -> str:
+                rows: Sequence[tuple[str, str, bool]] = (), plotlyjs: str = "inline",
+                clock: str = "virtual time") -> str:
     """The page as a string: plotly.js once, inline (or, with ``plotlyjs=PLOTLY_FILE``, loaded from
-    that file beside the page); every title and table cell escaped."""
+    that file beside the page); every title and table cell escaped. ``clock`` names the time the
+    figures show (a real run's report says wall-clock time)."""
     from . import __version__
 
     figures = list(figures)
@@ -256,7 +274,7 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title, 200)}</title><style>{_STYLE}</style>"
         f"{head_js}</head>\n<body>\n"
-        f"<h1>{esc(title)}</h1>\n<p class=\"sub\">alarmkit {esc(__version__)} · virtual time · "
+        f"<h1>{esc(title)}</h1>\n<p class=\"sub\">alarmkit {esc(__version__)} · {esc(clock)} · "
         "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
         f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
     )
@@ -330,7 +348,8 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
-    out.write_text(report_html(figures, title, rows, plotlyjs), encoding="utf-8")
+    clock = "wall-clock time, from the run's first event" if real_run(run) else "virtual time"
+    out.write_text(report_html(figures, title, rows, plotlyjs, clock), encoding="utf-8")
     return out
 
 
