@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ._align import align as align_first_request
 from ._drawing import _build
 from ._timeline import (
     BLACK, BLUE, DETAIL_LIMIT, DUPLICATE, GL_THRESHOLD, GREEN, KIND_STYLE, ORANGE, OVERVIEW_THRESHOLD, PURPLE, SKY,
@@ -99,9 +100,7 @@ def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, windo
     if align not in (None, "first_request"):
         raise AlarmkitError(f"align must be None or 'first_request', got {align!r}")
     if align == "first_request":
-        from .realruns.compare import align as _align
-
-        runs = {label: _align(_check(df, f"runs[{label!r}]")) for label, df in runs.items()}
+        runs = {label: align_first_request(_check(df, f"runs[{label!r}]")) for label, df in runs.items()}
     panels = [(str(label), _select(df, objects, kinds, None, window)) for label, df in runs.items()]
     empty = [label for label, df in panels if df.empty]
     if empty:

@@ -52,11 +52,11 @@ def assert_valid(trace: dict) -> None:
 def test_exhaustion_run_is_seven_failed_alarm_slices_with_seven_arrows():
     j = Journal()
     r = run_scenario("lease-exhaustion", journal=j)
-    trace = trace_events(j.events(r["run_id"]), {r["run_id"]: j.run(r["run_id"])})
+    trace = trace_events(j.events(r.run_id), {r.run_id: j.run(r.run_id)})
     assert_valid(trace)
     evs = trace["traceEvents"]
     slices = [e for e in evs if e["ph"] == "X"]
-    fires = j.events(r["run_id"]).query("kind == 'fire'")
+    fires = j.events(r.run_id).query("kind == 'fire'")
     assert [e["ts"] for e in slices] == [int(t) * 1000 for t in fires["t_ms"]]
     assert [e["ts"] for e in slices][:2] == [1_002_000, 3_436_000]  # microseconds of the virtual ms 1002, 3436
     assert [e["args"]["outcome"] for e in slices] == ["handler_error"] * 7
@@ -101,8 +101,8 @@ def test_empty_or_foreign_frames_are_refused():
 
 def test_export_perfetto_writes_two_runs_as_two_processes(tmp_path):
     with Journal(tmp_path / "j.duckdb") as j:
-        a = run_scenario("lease-normal", journal=j)["run_id"]
-        b = run_scenario("lease-crash-after-effect", journal=j)["run_id"]
+        a = run_scenario("lease-normal", journal=j).run_id
+        b = run_scenario("lease-crash-after-effect", journal=j).run_id
         out = export_perfetto(j, [a, b], tmp_path / "t.json")
     trace = json.loads(out.read_text())
     assert_valid(trace)

@@ -24,7 +24,7 @@ def journal():
 
 def _pair(j, name, **params):
     real = import_file(FIX / name / "tail.jsonl", j).run_id
-    sim = run_scenario(name, journal=j, **params)["run_id"]
+    sim = run_scenario(name, journal=j, **params).run_id
     return j.events(real), j.events(sim), real, sim
 
 
@@ -43,7 +43,7 @@ def test_exhaustion_differs_only_in_jitter_timing(journal):
 
 def test_differences_name_extra_runs_and_effects(journal):
     real, _, _, _ = _pair(journal, "lease-crash-after-effect")
-    sim = journal.events(run_scenario("lease-normal", journal=journal)["run_id"])
+    sim = journal.events(run_scenario("lease-normal", journal=journal).run_id)
     diffs = differences(real, sim)
     assert "run 1: outcome real error, simulated ok" in diffs
     assert 'effect revoke("lease-0"): real ×2, simulated ×1' in diffs

@@ -15,30 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from .._align import align, first_request_ms  # noqa: F401 - re-exported
 from ..errors import AlarmkitError
 
 __all__ = ["align", "differences", "compare_real", "export_comparison", "EPOCH_MS"]
 
 EPOCH_MS = 10**12  # times above this (2001-09-09) are epoch milliseconds, not virtual time from 0
-_TIME_COLS = ("t_ms", "scheduled_ms", "prev_scheduled_ms")
-
-
-def first_request_ms(events: pd.DataFrame) -> int:
-    calls = events.loc[events["kind"] == "call", "t_ms"]
-    return int(calls.min()) if len(calls) else int(events["t_ms"].min())
-
-
-def align(events: pd.DataFrame) -> pd.DataFrame:
-    """The events with every time counted from the run's first request."""
-    if events.empty:
-        raise AlarmkitError("no events to align; Journal.events(run_id) of this run is empty")
-    t0 = first_request_ms(events)
-    out = events.copy()
-    for col in _TIME_COLS:
-        out[col] = out[col] - t0
-    return out
-
-
 def _runs(events: pd.DataFrame) -> list[dict]:
     out = []
     ends = events[events["kind"].isin(["handler_ok", "handler_error"])]
@@ -115,5 +97,5 @@ def export_comparison(journal: Any, real_run: int, sim_run: int, path: str | Pat
     if not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another path")
     out.write_text(report_html([compare_real(real, sim, labels)], "real vs simulated", rows,
-                               "time since each run's first request"), encoding="utf-8")
+                               clock="time since each run's first request"), encoding="utf-8")
     return out

@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from .._align import TIME_COLS
+
 __all__ = ["is_real", "real_rows", "relative", "since_start", "origin_text", "retitle_time_axes"]
 
-_TIME_COLS = ("t_ms", "scheduled_ms", "prev_scheduled_ms")
 
 
 def is_real(run: dict | None) -> bool:
@@ -26,7 +27,7 @@ def relative(events: pd.DataFrame, t0_ms: int | None = None) -> tuple[pd.DataFra
     """Epoch times as milliseconds since ``t0_ms`` (default: the first event), and that origin."""
     t0 = int(events["t_ms"].min()) if t0_ms is None else int(t0_ms)
     out = events.copy()
-    for col in _TIME_COLS:
+    for col in TIME_COLS:
         out[col] = out[col] - t0
     return out, t0
 
