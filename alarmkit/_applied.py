@@ -12,16 +12,17 @@ from typing import Any
 
 __all__ = ["entries", "unapplied", "summary_line", "run_record", "journal_summary"]
 
-_LISTS = ("uncounted", "effect_throws", "crashes", "crash_after_effect", "evictions", "restarts", "duplicates")
+_LISTS = ("uncounted", "effect_throws", "crashes", "crash_after_effect", "evictions", "restarts", "duplicates",
+          "forgotten_alarms")
 _OBJECT_FILTERED = ("handler_throws", "uncounted", "effect_throws", "crash_after_effect", "duplicates")
 
 
 def entries(plan: Any) -> list[str]:
     """The labels of a plan's entries, in field order: ``handler_throws[0]``, ``crashes[1]``, ``latency``."""
-    ht = plan.handler_throws
-    out = ["handler_throws"] if ht == "always" else [f"handler_throws[{i}]" for i in range(len(ht))]
-    for name in _LISTS:
-        out += [f"{name}[{i}]" for i in range(len(getattr(plan, name)))]
+    out = []
+    for name in ("handler_throws", *_LISTS):
+        value = getattr(plan, name)
+        out += [name] if value == "always" else [f"{name}[{i}]" for i in range(len(value))]
     if plan.latency is not None:
         out.append("latency")
     return out
@@ -48,8 +49,8 @@ def _why(plan: Any, key: str, st: dict, sim: Any, objects: list[str], mine: list
         return _not_seen("object", plan.object, objects)
     if name in ("handler_throws", "uncounted"):
         most = max((h.invocations for h in mine), default=0)
-        if name == "handler_throws" and part == "always":
-            return "alarm() never ran"
+        if part == "always":
+            return "alarm() never ran" if most == 0 else "every alarm() attempt had already failed by handler_throws"
         if most < part:
             return f"alarm() attempt {part} never happened (at most {most} on one object)"
         return f"alarm() attempt {part} had already failed by handler_throws"
@@ -68,12 +69,18 @@ def _why(plan: Any, key: str, st: dict, sim: Any, objects: list[str], mine: list
     if name == "crashes":
         return _why_crash(part, st["points"], objects)
     end = sim.now
-    if name in ("evictions", "restarts") and part.at_ms > end:
+    if name in ("evictions", "restarts", "forgotten_alarms") and part.at_ms > end:
         return f"{name[:-1]} at {part.at_ms} ms is after the run ended at {end} ms"
     if name == "evictions":
         if part.object is not None and part.object not in objects:
             return _not_seen("object", part.object, objects)
         return f"eviction at {part.at_ms} ms: no object{'' if part.object is None else ' ' + repr(part.object)} was awake"
+    if name == "forgotten_alarms":
+        if part.object is not None and part.object not in objects:
+            return _not_seen("object", part.object, objects)
+        if sim.profile.scheduler != "workerd":
+            return f"the {sim.profile.scheduler} scheduler keeps no alarm apart from the stored one: nothing to forget"
+        return f"forgotten alarm at {part.at_ms} ms: no object had an alarm waiting (none set, or alarm() running)"
     if name == "restarts":
         return f"restart at {part.at_ms} ms: the runtime was already down"
     return "no alarm fired, so no fire was late"

@@ -18,7 +18,7 @@ from .errors import AlarmkitError, AlarmTimeError
 if TYPE_CHECKING:  # pragma: no cover
     from ._host import Host
 
-__all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "AlarmInfo"]
+__all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "AlarmInfo", "ObjectId"]
 
 # src/workerd/api/actor-state.c++: the message of the TypeError for setAlarm(t <= 0)
 SET_ALARM_NONPOSITIVE = "setAlarm() cannot be called with an alarm time <= 0"
@@ -30,6 +30,19 @@ class AlarmInfo(NamedTuple):
     retry_count: int
     is_retry: bool
     scheduled_time: int
+
+
+class ObjectId(str):
+    """``ctx.id``: the object's id (a ``str``, the name it was got by) and ``.name``, the name as
+    workerd's ``ctx.id.name`` gives it: None where the runtime does not pass it, e.g. in an instance an
+    alarm woke cold under a compatibility date before ``Profile.id_name_since``."""
+
+    __slots__ = ("name",)
+
+    def __new__(cls, id_: str, name: str | None) -> ObjectId:
+        self = super().__new__(cls, id_)
+        self.name = name
+        return self
 
 
 class DurableObject:
@@ -156,7 +169,7 @@ class DurableObjectState:
     def __init__(self, host: Host) -> None:
         self._host = host
         self._kernel = host.sim.kernel
-        self.id = host.name
+        self.id = ObjectId(host.name, host.name)
         self.storage = Storage(host)
 
     def now(self) -> int:

@@ -71,8 +71,22 @@ class Restart:
     downtime_ms: int = 0
 
 
+@dataclass(frozen=True)
+class ForgetAlarm:
+    """At ``at_ms`` the alarm manager loses the object's pending alarm (every object's if ``object``
+    is None) while storage keeps its time: ``get_alarm()`` goes on returning it, overdue, and it
+    never fires until code sets the alarm again or the runtime restarts. From public threads:
+    cloudflare-docs issue 18324 ("getAlarm() was returning a days old alarm time, but it wasn't
+    being triggered"), opennextjs-cloudflare issue 929 (a past alarm left in storage; code that arms
+    only when none is set never arms again), workerd issue 6396 (the alarm manager forgot an alarm
+    that storage still showed). The cause in production is not known; this is its effect."""
+
+    at_ms: int
+    object: str | None = None
+
+
 PARTS = {"crashes": Crash, "effect_throws": EffectThrow, "crash_after_effect": EffectCrash,
-          "evictions": Evict, "restarts": Restart}
+          "evictions": Evict, "restarts": Restart, "forgotten_alarms": ForgetAlarm}
 INT_LISTS = {
     "handler_throws": "alarm() attempt numbers (1, 2, ...) that throw",
     "uncounted": "alarm() attempt numbers (1, 2, ...) that fail without using up a retry",
@@ -109,7 +123,7 @@ def _int(path: str, value: Any, lo: int, what: str) -> int:
 
 def check_ints(path: str, value: Any) -> tuple[int, ...]:
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-        hint = ', or "always"' if path == "handler_throws" else ""
+        hint = ', or "always"' if path in ("handler_throws", "uncounted") else ""
         raise FaultPlanError(f"fault plan field {path!r} must be a list of {INT_LISTS[path]}{hint}, got {value!r}")
     out = tuple(_int(f"{path}[{i}]", v, 1, INT_LISTS[path].split(" that")[0]) for i, v in enumerate(value))
     return tuple(sorted(set(out)))
@@ -121,6 +135,7 @@ _PART_CHECKS = {
     EffectCrash: {"effect": None, "call": (1, "1 for the first call of the effect")},
     Evict: {"at_ms": (0, "virtual time in ms")},
     Restart: {"at_ms": (0, "virtual time in ms"), "downtime_ms": (0, "how long the runtime stays down")},
+    ForgetAlarm: {"at_ms": (0, "virtual time in ms")},
 }
 
 

@@ -20,7 +20,7 @@ from ._facets import facets_of
 from ._host import Host, describe, on_interrupt
 from ._stubs import Env, Inspector, Namespace, Stub
 from ._kernel import Future, Kernel, Task, wrap_awaitable
-from ._object import AlarmInfo, DurableObjectState
+from ._object import AlarmInfo, DurableObjectState, ObjectId
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
 from .errors import AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
@@ -158,7 +158,11 @@ class Simulation:
         return [h for ns in self.namespaces.values() for h in ns.hosts.values()]
 
     def make_ctx(self, host: Host) -> DurableObjectState:
-        return DurableObjectState(host)
+        ctx = DurableObjectState(host)
+        current = self.kernel.current
+        if current is not None and current.name == "deliver" and not self.profile.id_name_on_cold_alarm():
+            ctx.id = ObjectId(host.name, None)  # woken cold by an alarm: no name (Profile.id_name_since)
+        return ctx
 
     def facets_of(self, host: Host):
         """``ctx.facets`` of ``host`` (what ``DurableObjectState.facets`` returns)."""

@@ -24,7 +24,7 @@ WAITING, STARTED, FINISHED = "waiting", "started", "finished"
 
 class Entry:
     __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer", "rearmed",
-                 "consume")
+                 "consume", "unfired")
 
     def __init__(self, host: Host, at: int) -> None:
         self.host = host
@@ -38,6 +38,7 @@ class Entry:
         self.timer: list | None = None
         self.rearmed = False  # set_alarm was called while this entry's handler ran
         self.consume = False  # this run consumes an overdue stored alarm (see _fire)
+        self.unfired = False  # the queued alarm was set at or before now inside alarm() (Profile.rearm_at_now)
 
 
 class WorkerdScheduler:
@@ -80,6 +81,7 @@ class WorkerdScheduler:
             # scheduled time" (alarm-scheduler.c++ setAlarm); FINISHED means a retry is pending
             entry.queued = at
             entry.rearmed = entry.status == STARTED
+            entry.unfired = entry.rearmed and at <= self.kernel.now and self.profile.rearm_at_now != "fires"
         else:
             self.kernel.cancel(entry.timer)
             self.entries[host] = self._schedule(host, at)
@@ -100,6 +102,17 @@ class WorkerdScheduler:
         elif entry.status != STARTED:  # "We can't remove running alarms."
             self.kernel.cancel(entry.timer)
             del self.entries[host]
+
+    def forget(self, host: Host) -> int | None:
+        """The alarm manager loses ``host``'s pending alarm while its stored time stays (the fault
+        ``forgotten_alarms``): nothing fires until code sets the alarm again or the runtime restarts.
+        Returns the stored time, or None when there was nothing to lose (no alarm, or alarm() running)."""
+        entry = self.entries.get(host)
+        if entry is None or entry.status == STARTED:
+            return None
+        self.kernel.cancel(entry.timer)
+        del self.entries[host]
+        return self.rows.get(host)
 
     # -- restart ------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -150,6 +163,11 @@ class WorkerdScheduler:
         if ok and entry.consume and not entry.rearmed:
             # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
             entry.queued = None
+        if ok and entry.unfired and entry.queued is not None:
+            # Profile.rearm_at_now == "same-time-unfired" (workerd issue 6866, local workerd 1.20261117.1):
+            # the alarm set at or before now inside the handler stays stored and is never delivered
+            del self.entries[host]
+            return
         if entry.queued is not None:
             # "If an alarm is queued, there's no point in retrying the current one": the queued
             # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused

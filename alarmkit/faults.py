@@ -4,7 +4,7 @@
 never needs a change to the runtime's control flow. ``FaultPlan`` is a ``Faults`` that is also
 a serialisable value (JSON, TOML, a Python literal): which alarm() attempts throw, which effect
 calls fail, where the process dies, when objects are evicted or the runtime restarts, how late
-fires are, which successful alarms are delivered again. Every fault it injects is journaled as
+fires are, which successful alarms are delivered again, when the alarm manager loses a stored alarm. Every fault it injects is journaled as
 its own ``fault`` event, beside the effect it has.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._planfields import (
-    INT_LISTS, PARTS, DOCUMENTED_MAX_LATE_MS, Crash, EffectCrash, EffectThrow, Evict,
+    INT_LISTS, PARTS, DOCUMENTED_MAX_LATE_MS, Crash, EffectCrash, EffectThrow, Evict, ForgetAlarm,
     FaultPlanError, Restart, check_ints, check_latency, check_name, part_dict, check_parts, toml_value,
 )
 from .errors import InjectedError, UncountedFailure
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Faults", "UncountedFailure", "InjectedError", "FaultPlan", "FaultPlanError",
-    "Crash", "EffectThrow", "EffectCrash", "Evict", "Restart", "DOCUMENTED_MAX_LATE_MS",
+    "Crash", "EffectThrow", "EffectCrash", "Evict", "Restart", "ForgetAlarm", "DOCUMENTED_MAX_LATE_MS",
 ]
 
 class Faults:
@@ -75,7 +75,7 @@ class FaultPlan(Faults):
 
     object: str | None = None
     handler_throws: tuple[int, ...] | str = ()
-    uncounted: tuple[int, ...] = ()
+    uncounted: tuple[int, ...] | str = ()
     effect_throws: tuple[EffectThrow, ...] = ()
     crashes: tuple[Crash, ...] = ()
     crash_after_effect: tuple[EffectCrash, ...] = ()
@@ -83,6 +83,7 @@ class FaultPlan(Faults):
     restarts: tuple[Restart, ...] = ()
     latency: Latency | None = None
     duplicates: tuple[int, ...] = ()
+    forgotten_alarms: tuple[ForgetAlarm, ...] = ()
     _state: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -90,7 +91,8 @@ class FaultPlan(Faults):
         set_(self, "object", check_name("object", self.object))
         ht = self.handler_throws
         set_(self, "handler_throws", "always" if ht == "always" else check_ints("handler_throws", ht))
-        set_(self, "uncounted", check_ints("uncounted", self.uncounted))
+        uc = self.uncounted
+        set_(self, "uncounted", "always" if uc == "always" else check_ints("uncounted", uc))
         set_(self, "duplicates", check_ints("duplicates", self.duplicates))
         for name, cls in PARTS.items():
             set_(self, name, check_parts(name, cls, getattr(self, name)))
@@ -223,6 +225,8 @@ class FaultPlan(Faults):
             kernel.call_at(max(ev.at_ms, kernel.now), self._evict, sim, ev)
         for rs in self.restarts:
             kernel.call_at(max(rs.at_ms, kernel.now), self._restart, sim, rs)
+        for fa in self.forgotten_alarms:
+            kernel.call_at(max(fa.at_ms, kernel.now), self._forget, sim, fa)
 
     @property
     def points(self) -> list[tuple]:
@@ -263,6 +267,16 @@ class FaultPlan(Faults):
         self._applied("restarts", [i for i, r in enumerate(self.restarts) if r is rs])
         sim.restart(rs.downtime_ms)
 
+    def _forget(self, sim: Simulation, fa: ForgetAlarm) -> None:
+        forget = getattr(sim.scheduler, "forget", None)  # celld keeps no alarm apart from its row
+        for host in sim.hosts() if forget is not None else ():
+            if fa.object is not None and host.label != fa.object:
+                continue
+            stored = forget(host)
+            if stored is not None:
+                self._log(host, {"fault": "forgotten_alarm", "at_ms": fa.at_ms, "stored_ms": stored})
+                self._applied("forgotten_alarms", [i for i, f in enumerate(self.forgotten_alarms) if f is fa])
+
     def fire_latency(self, host: Host, latency: Latency, rng) -> int:
         if self.latency is None:
             return latency.sample(rng)
@@ -281,9 +295,9 @@ class FaultPlan(Faults):
             self._applied("handler_throws", st["handler_throws"].get(invocation))  # None: "always"
             raise InjectedError(f"injected: alarm() attempt {invocation} throws")
         hit = st["uncounted"].get(invocation)
-        if hit is not None:
+        if hit is not None or self.uncounted == "always":
             self._log(host, {"fault": "uncounted", "attempt": invocation})
-            self._applied("uncounted", hit)
+            self._applied("uncounted", hit)  # None: "always"
             raise UncountedFailure(f"injected: alarm() attempt {invocation} failed, not the worker's fault")
 
     def crash_at_suspend(self, host: Host, task: Task) -> bool:

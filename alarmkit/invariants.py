@@ -25,6 +25,11 @@ the violations of these invariants:
     alarm() succeeded while the object still owed work and left no alarm at or before it.
 ``late``
     Done later than ``max_late_ms`` after due (only checked when a bound is given).
+``runaway_retries``
+    One alarm was retried more than ``max_uncounted_retries`` times (default 10) for failures that
+    were not counted against its retry limit (workerd ``alarm-scheduler.h``: such failures retry
+    forever, the backoff capped at 1024 s). Reported once per alarm with its cost: the alarm()
+    invocations it took and the time it kept the object waking. Needs no obligation.
 
 Duplicates (an effect that ran more than once for one obligation) are reported, not violations:
 at-least-once delivery makes them expected; the effect must tolerate them.
@@ -35,10 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .errors import AlarmkitError
+from .errors import AlarmkitError, InvalidValue
 from .journal import EventRow, frame_rows
 
-__all__ = ["Obligation", "Violation", "Report", "check", "check_run", "INVARIANTS", "DEFAULT_GRACE_MS"]
+__all__ = ["Obligation", "Violation", "Report", "check", "check_run", "INVARIANTS", "DEFAULT_GRACE_MS",
+           "DEFAULT_MAX_UNCOUNTED_RETRIES"]
 
 INVARIANTS = {
     "lost": "an obligation's effect never ran although the object had the chance",
@@ -48,11 +54,16 @@ INVARIANTS = {
     "alarm_pushed_past_due": "user code armed the alarm later than an owed obligation's due time",
     "dropped_wakeup": "alarm() succeeded, left work owed, and no alarm at or before it",
     "late": "an obligation was done more than max_late_ms after it was due",
+    "runaway_retries": "one alarm was retried more than max_uncounted_retries times for uncounted failures",
 }
 # After the last fault, how long the platform may take before the object's work is done:
 # the longest retry backoff (2 << 9 s plus 25 % jitter, alarm-scheduler.h) plus the documented
 # minute of fire latency, rounded up.
 DEFAULT_GRACE_MS = 25 * 60_000
+# How many uncounted retries of one alarm before ``runaway_retries``: the 10th retry is the first to wait
+# the capped 1024 s (2 << 9 s, alarm-scheduler.h RETRY_BACKOFF_MAX = 9), about 34 minutes after the first
+# failure; from there on the object wakes every 17 to 21 minutes for as long as the failure lasts.
+DEFAULT_MAX_UNCOUNTED_RETRIES = 10
 _PLATFORM_ARMS = ("retry", "reload", "duplicate")
 
 
@@ -159,7 +170,7 @@ class Report:
 
 
 def check(result: Any, invariants: Iterable[str] | None = None, grace_ms: int | None = None,
-          max_late_ms: int | None = None) -> Report:
+          max_late_ms: int | None = None, max_uncounted_retries: int = DEFAULT_MAX_UNCOUNTED_RETRIES) -> Report:
     """Check a ``run_scenario`` result (its journal, obligations, horizon and final alarms)."""
     sim = getattr(result, "sim", None)
     if sim is None:
@@ -169,7 +180,7 @@ def check(result: Any, invariants: Iterable[str] | None = None, grace_ms: int | 
         sim_rows(sim), result.obligations, sim.now if result.horizon_ms is None else result.horizon_ms,
         final=final_alarms(sim), invariants=invariants,
         grace_ms=(DEFAULT_GRACE_MS if result.grace_ms is None else result.grace_ms) if grace_ms is None else grace_ms,
-        max_late_ms=max_late_ms,
+        max_late_ms=max_late_ms, max_uncounted_retries=max_uncounted_retries,
     )
 
 
@@ -187,8 +198,13 @@ def final_alarms(sim) -> dict[str, int | None]:
 
 def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | None = None, *,
               final: dict[str, int | None] | None = None, invariants: Iterable[str] | None = None,
-              grace_ms: int = DEFAULT_GRACE_MS, max_late_ms: int | None = None) -> Report:
-    """Check one run's events (a journal DataFrame or the simulation's rows) against obligations."""
+              grace_ms: int = DEFAULT_GRACE_MS, max_late_ms: int | None = None,
+              max_uncounted_retries: int = DEFAULT_MAX_UNCOUNTED_RETRIES) -> Report:
+    """Check one run's events (a journal DataFrame or the simulation's rows) against obligations.
+    ``max_uncounted_retries`` (an int >= 0) is the ``runaway_retries`` bound; InvalidValue otherwise."""
+    if isinstance(max_uncounted_retries, bool) or not isinstance(max_uncounted_retries, int) or max_uncounted_retries < 0:
+        raise InvalidValue(f"max_uncounted_retries must be an int >= 0 (uncounted retries of one alarm allowed "
+                           f"before runaway_retries), got {max_uncounted_retries!r}")
     if isinstance(events, list):  # EventRow values, or plain 9-tuples in the same order
         rows = [r if r.__class__ is EventRow else EventRow(*r) for r in events]
     else:
@@ -223,6 +239,8 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
         violations += run.pushed_past_due(obs)
     if "dropped_wakeup" in wanted:
         violations += run.dropped_wakeups(obs)
+    if "runaway_retries" in wanted:
+        violations += run.runaway_retries(max_uncounted_retries)
     for row in table:
         del row["early"]
     violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))
@@ -346,6 +364,48 @@ class _Run:
                         f"({_s(first.due_ms)})", first.key))
         return out
 
+    def runaway_retries(self, limit: int) -> list[Violation]:
+        """Streaks of uncounted retries of one alarm, per object: a streak ends when the handler
+        succeeds, the alarm is abandoned, or user code sets a new alarm (the platform's own re-arms,
+        a reload after a restart included, do not end it)."""
+        out: list[Violation] = []
+        streaks: dict[str, dict] = {}  # object -> {n, fires, first_t, over_t, scheduled, last_t}
+        fires: dict[str, int] = {}
+
+        def close(obj: str) -> None:
+            st = streaks.pop(obj, None)
+            fires[obj] = 0
+            if st is None or st["n"] <= limit:
+                return
+            out.append(Violation(
+                "runaway_retries", obj, st["over_t"],
+                f"the alarm scheduled at {_s(st['scheduled'])} failed without the failures counting and was "
+                f"retried {st['n']} times (more than {limit}) from {_s(st['first_t'])} to {_s(st['last_t'])}: "
+                f"{st['fires']} alarm() invocations over {_hours(st['last_t'] - st['first_t'])}, "
+                f"and retry_count never moved"))
+
+        for r in self.rows:
+            kind, obj = r.kind, r.object_id
+            if kind == "fire":
+                fires[obj] = fires.get(obj, 0) + 1
+                if obj in streaks:
+                    streaks[obj]["fires"] = fires[obj]
+            elif kind == "retry_scheduled" and (r.detail or {}).get("counted") is False:
+                st = streaks.get(obj)
+                if st is None:
+                    st = streaks[obj] = {"n": 0, "fires": fires.get(obj, 0), "first_t": r.t_ms, "over_t": None,
+                                         "scheduled": r.prev_scheduled_ms}
+                st["n"] += 1
+                st["last_t"] = r.t_ms
+                if st["n"] == limit + 1:
+                    st["over_t"] = r.t_ms
+            elif kind in ("handler_ok", "abandoned") or (
+                    kind == "arm" and (r.detail or {}).get("cause") not in _PLATFORM_ARMS):
+                close(obj)
+        for obj in list(streaks):
+            close(obj)
+        return out
+
     def dropped_wakeups(self, obs: list[Obligation]) -> list[Violation]:
         out = []
         for r in self.rows:
@@ -364,6 +424,10 @@ class _Run:
                     f"alarm() finished at {_s(t)} with {len(owed)} obligation(s) owed, the first "
                     f"{first.effect}({first.key!r}) due at {_s(first.due_ms)}, and left {left}", first.key))
         return out
+
+
+def _hours(ms: int) -> str:
+    return f"{ms / 3_600_000:.1f} h" if ms >= 3_600_000 else _s(ms)
 
 
 def _s(ms: int | None) -> str:

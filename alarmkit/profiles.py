@@ -118,6 +118,25 @@ class Profile:
     # celld only (crates/logic/wake.rs, CELLD_WAKER_TICK_MS and CELLD_ALARM_RESIDENT_MS defaults)
     waker_tick_ms: int = 60_000
     resident_ms: int = 3_600_000
+    # what a set_alarm at or before now, committed while alarm() runs, does once the handler succeeds
+    # (workerd issue 6866: setAlarm(Date.now()) inside alarm(); setAlarm(Date.now() + 1) chains normally):
+    # "fires": it runs at once, as the docs promise for any time at or before now ("scheduled for
+    # asynchronous execution in the immediate future", storage API docs). That is the documented promise,
+    # not a measurement: the issue's reporter saw production keep it stored (getAlarm() past due) and run
+    # it only "tens of seconds" later "if at all, until the object is next disturbed", a delay alarmkit
+    # does not model. "same-time-unfired": it stays stored (get_alarm() shows it, overdue) and never fires
+    # until code sets the alarm again (measured on local workerd 1.20261117.1 from npm: the chain stalls
+    # after one run; the reporter saw older local builds, via miniflare, clear it instead)
+    rearm_at_now: str = "fires"
+    # the Worker's compatibility date (YYYY-MM-DD); only id_name_since reads it
+    compatibility_date: str = "2026-11-17"
+    # ctx.id.name in an instance an alarm woke cold (its constructor ran for that alarm): present when the
+    # compatibility date is on or after this date, None before it. From sources, not measured in
+    # production: cloudflare-docs PR 28956 (ctx.id.name in alarm handlers since 2026-03-15) and partykit
+    # issues 333/390 (this.name unavailable in an alarm-woken object; with a compat date before 2026-03-15
+    # even for new alarms). None: always present (local workerd 1.20261117.1 showed the name in a
+    # cold-woken alarm() under both compatibility dates tried)
+    id_name_since: str | None = "2026-03-15"
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -137,6 +156,14 @@ class Profile:
             )
         if not isinstance(self.jitter_factor, (int, float)) or not 0 <= self.jitter_factor <= 1:
             raise InvalidValue(f"profile {self.name!r} setting jitter_factor must be a number in 0..1, got {self.jitter_factor!r}")
+        if self.rearm_at_now not in REARM_AT_NOW:
+            raise InvalidValue(f"profile {self.name!r} setting rearm_at_now must be one of {list(REARM_AT_NOW)}, "
+                               f"got {self.rearm_at_now!r}")
+        for name in ("compatibility_date", "id_name_since"):
+            v = getattr(self, name)
+            if not (v is None and name == "id_name_since") and not _is_date(v):
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be a date 'YYYY-MM-DD'"
+                                   f"{' or None' if name == 'id_name_since' else ''}, got {v!r}")
         if self.scheduler == "celld" and self.idle_evict_ms != self.resident_ms:
             # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
             # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)
@@ -149,6 +176,10 @@ class Profile:
         if bad:
             raise AlarmkitError(f"unknown profile setting(s) {bad}; known: {sorted(self.__dataclass_fields__)}")
         return dataclasses.replace(self, **changes)
+
+    def id_name_on_cold_alarm(self) -> bool:
+        """Whether ``ctx.id.name`` is set in an instance that an alarm woke cold (``id_name_since``)."""
+        return self.id_name_since is None or self.compatibility_date >= self.id_name_since
 
     def retry_delay_ms(self, shift: int) -> int:
         """The nominal wait before a retry: ``retry_start << shift`` (no jitter)."""
@@ -164,13 +195,31 @@ class Profile:
         return d
 
 
+REARM_AT_NOW = ("fires", "same-time-unfired")
+
+
+def _is_date(value: Any) -> bool:
+    import datetime
+
+    if not isinstance(value, str) or len(value) != 10:
+        return False
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 # every built-in profile, here and nowhere else; read-only (a variant is Profile.replace(...))
 PROFILES: Mapping[str, Profile] = MappingProxyType({
     "workerd": Profile(name="workerd", version="1.20261117.1"),
     "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
-    # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s
-    "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, version="1.20261117.1"),
+    # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s. On the same build
+    # setAlarm(Date.now()) inside alarm() stayed stored and never fired (workerd issue 6866), and ctx.id.name
+    # was present in a cold-woken alarm() under both compatibility dates tried (see Profile)
+    "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, rearm_at_now="same-time-unfired",
+                             id_name_since=None, version="1.20261117.1"),
     # celld (denoland/celld v0.3.0, snapshot 2026-08-20; its scheduler is alarmkit/_celld.py)
     "celld": Profile(
         name="celld",

@@ -10,10 +10,10 @@ and ``inspect`` it offers the scenario API (``call_at``, ``cancel``, ``spawn``, 
 from __future__ import annotations
 
 from ._kernel import Future, Task
-from ._object import AlarmInfo, DurableObject, DurableObjectState, Storage, alarm_time
+from ._object import AlarmInfo, DurableObject, DurableObjectState, ObjectId, Storage, alarm_time
 from ._runtime import Inspector, Namespace, Simulation, Stub
 
 __all__ = [
-    "AlarmInfo", "DurableObject", "DurableObjectState", "Future", "Inspector", "Namespace", "Simulation", "Storage",
+    "AlarmInfo", "DurableObject", "DurableObjectState", "Future", "Inspector", "Namespace", "ObjectId", "Simulation", "Storage",
     "Stub", "Task", "alarm_time",
 ]

@@ -30,6 +30,7 @@ class Scenario:
     fn: Callable[..., dict]
     profile: str = "workerd"
     params: dict[str, Any] = field(default_factory=dict)
+    faults: dict[str, Any] | None = None  # the fault plan a run gets when run_scenario is given none
 
     def check_params(self, params: dict[str, Any]) -> None:
         """Refuse parameters this scenario does not take, or shaped unlike their defaults (a list of
@@ -51,13 +52,19 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, description: str, profile: str = "workerd") -> Callable:
-    """Register ``fn(sim, **params) -> dict`` under ``name``; its keyword defaults are its parameters."""
+def scenario(name: str, description: str, profile: str = "workerd", faults: dict[str, Any] | None = None) -> Callable:
+    """Register ``fn(sim, **params) -> dict`` under ``name``; its keyword defaults are its parameters.
+    ``faults``: a fault plan as plain data (``FaultPlan.to_dict()``) that ``run_scenario`` applies when
+    it is given no ``faults`` (the story needs the fault to happen); ``faults=FaultPlan()`` runs without."""
 
     def register(fn: Callable[..., dict]) -> Callable[..., dict]:
         sig = inspect.signature(fn)
         params = {p.name: p.default for p in list(sig.parameters.values())[1:]}
-        SCENARIOS[name] = Scenario(name, description, fn, profile, params)
+        if faults is not None:
+            from ..faults import FaultPlan
+
+            FaultPlan.from_dict(faults)  # a bad default plan fails here, at import, naming the field
+        SCENARIOS[name] = Scenario(name, description, fn, profile, params, faults)
         return fn
 
     return register
@@ -135,10 +142,15 @@ def run_scenario(
     faults: Any = None,
     **params: Any,
 ) -> RunResult:
-    """Run a named scenario; a ``RunResult`` (attempts, effects, event count, obligations, its summary)."""
+    """Run a named scenario; a ``RunResult`` (attempts, effects, event count, obligations, its summary).
+    Without ``faults``, a scenario registered with a default plan runs under a fresh copy of it."""
     from ..runtime import Simulation
 
     sc = check_params(name, params)
+    if faults is None and sc.faults is not None:
+        from ..faults import FaultPlan
+
+        faults = FaultPlan.from_dict(sc.faults)
     sim = Simulation(
         profile=profile or sc.profile, seed=seed, journal=journal, scenario=name,
         params={**sc.params, **params}, faults=faults,
