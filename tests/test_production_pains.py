@@ -43,6 +43,17 @@ def test_the_six_are_registered_with_their_profiles_and_default_faults():
     assert prod["prod-runaway-internal-errors"].faults == {"object": "runaway", "uncounted": "always"}
 
 
+def test_a_default_plan_is_checked_at_registration_and_replaced_by_an_explicit_one():
+    from alarmkit.scenarios import SCENARIOS, scenario
+
+    with pytest.raises(FaultPlanError, match=r"^unknown fault plan field 'forgotten'"):
+        scenario("test-bad-default-plan", "never registered", faults={"forgotten": []})(lambda sim: {})
+    assert "test-bad-default-plan" not in SCENARIOS
+    r = ak.run_scenario("prod-runaway-internal-errors", days=1, faults=ak.FaultPlan())
+    assert [(a["object_id"], a["retry_count"]) for a in r.attempts][:2] == [("runaway", 0), ("counted", 0)]
+    assert len(r.attempts) == 8 and ak.check(r).ok  # runaway succeeds at once; counted: 7 attempts, stuck
+
+
 # -- 1. the clobbered alarm slot ------------------------------------------------------------------------------
 def test_clobbered_alarm_the_idle_timeout_moves_then_deletes_the_reminder_and_the_schedule_table_does_not():
     r = ak.run_scenario("prod-clobbered-alarm")
