@@ -248,8 +248,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     items = list_scenarios()
     if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description, "profile": s.profile, "params": s.params}
-                          for s in items], default=str))
+        print(json.dumps([{"name": s.name, "description": s.description, "profile": s.profile, "params": s.params,
+                           "faults": s.faults} for s in items], default=str))  # faults: the default plan, or null
         return 0
     width = max(len(s.name) for s in items)
     for s in items:

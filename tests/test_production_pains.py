@@ -8,6 +8,9 @@ the checks show the loss on ``naive`` and nothing on ``fixed``.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from collections import Counter
 
 import pytest
@@ -41,6 +44,13 @@ def test_the_six_are_registered_with_their_profiles_and_default_faults():
     assert prod["prod-rearm-at-now"].profile == "workerd-local"
     assert prod["prod-stale-overdue-alarm"].faults == {"forgotten_alarms": [{"at_ms": 1_000}]}
     assert prod["prod-runaway-internal-errors"].faults == {"object": "runaway", "uncounted": "always"}
+    from alarmkit import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["list", "--json"]) == 0
+    listed = {s["name"]: s["faults"] for s in json.loads(out.getvalue())}
+    assert listed["prod-stale-overdue-alarm"] == {"forgotten_alarms": [{"at_ms": 1_000}]} and listed["lease-normal"] is None
 
 
 def test_a_default_plan_is_checked_at_registration_and_replaced_by_an_explicit_one():
