@@ -38,7 +38,7 @@ class Entry:
         self.timer: list | None = None
         self.rearmed = False  # set_alarm was called while this entry's handler ran
         self.consume = False  # this run consumes an overdue stored alarm (see _fire)
-        self.unfired = False  # the queued alarm was set at or before now inside alarm() (Profile.rearm_at_now)
+        self.unfired = False  # re-armed inside alarm() at this entry's own time (Profile.rearm_at_now)
 
 
 class WorkerdScheduler:
@@ -81,7 +81,7 @@ class WorkerdScheduler:
             # scheduled time" (alarm-scheduler.c++ setAlarm); FINISHED means a retry is pending
             entry.queued = at
             entry.rearmed = entry.status == STARTED
-            entry.unfired = entry.rearmed and at <= self.kernel.now and self.profile.rearm_at_now != "fires"
+            entry.unfired = entry.rearmed and at == entry.at and self.profile.rearm_at_now != "fires"
         else:
             self.kernel.cancel(entry.timer)
             self.entries[host] = self._schedule(host, at)
@@ -164,8 +164,8 @@ class WorkerdScheduler:
             # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
             entry.queued = None
         if ok and entry.unfired and entry.queued is not None:
-            # Profile.rearm_at_now == "same-time-unfired" (workerd issue 6866, local workerd 1.20261117.1):
-            # the alarm set at or before now inside the handler stays stored and is never delivered
+            # Profile.rearm_at_now == "same-time-unfired" (workerd issue 6866): the alarm re-armed inside
+            # the handler at the running alarm's own scheduled time stays stored and is never delivered
             del self.entries[host]
             return
         if entry.queued is not None:

@@ -118,15 +118,20 @@ class Profile:
     # celld only (crates/logic/wake.rs, CELLD_WAKER_TICK_MS and CELLD_ALARM_RESIDENT_MS defaults)
     waker_tick_ms: int = 60_000
     resident_ms: int = 3_600_000
-    # what a set_alarm at or before now, committed while alarm() runs, does once the handler succeeds
-    # (workerd issue 6866: setAlarm(Date.now()) inside alarm(); setAlarm(Date.now() + 1) chains normally):
-    # "fires": it runs at once, as the docs promise for any time at or before now ("scheduled for
-    # asynchronous execution in the immediate future", storage API docs). That is the documented promise,
-    # not a measurement: the issue's reporter saw production keep it stored (getAlarm() past due) and run
-    # it only "tens of seconds" later "if at all, until the object is next disturbed", a delay alarmkit
-    # does not model. "same-time-unfired": it stays stored (get_alarm() shows it, overdue) and never fires
-    # until code sets the alarm again (measured on local workerd 1.20261117.1 from npm: the chain stalls
-    # after one run; the reporter saw older local builds, via miniflare, clear it instead)
+    # what a set_alarm made inside alarm() does when its time (clamped to now) equals the running alarm's
+    # scheduledTime: setAlarm(Date.now()) in a handler that started in the same millisecond as its
+    # scheduled time (workerd issue 6866, "setAlarm(Date.now()) issued from inside alarm() ... never fires
+    # promptly"; "setAlarm(Date.now() + 1) works correctly in both environments"). A later time chains.
+    # "fires": it runs at once, the documented promise for a time at or before now ("scheduled for
+    # asynchronous execution in the immediate future", storage API docs); not measured: the issue's
+    # reporter saw production keep it stored and run it "tens of seconds" later "if at all, until the
+    # object is next disturbed", a delay alarmkit does not model. "same-time-unfired": it stays stored
+    # (get_alarm() shows it, overdue) and never fires until code sets the alarm again. For local workerd
+    # 1.20261117.1 a stalled chain was reported before issue 16 (stored, not cleared, not fired); re-run
+    # on 2026-12-01, 24 chains re-arming at or before now (Date.now(), Date.now() - 1000, scheduledTime;
+    # SQLite and KV storage; compatibility dates 2026-11-17 and 2026-01-28) ran every tick, but no handler
+    # there started in the same millisecond as its scheduledTime (1 to 60 ms late), so the equal-time
+    # case itself was not re-observed. The issue's reporter saw older local builds clear it instead.
     rearm_at_now: str = "fires"
     # the Worker's compatibility date (YYYY-MM-DD); only id_name_since reads it
     compatibility_date: str = "2026-11-17"
@@ -134,8 +139,9 @@ class Profile:
     # compatibility date is on or after this date, None before it. From sources, not measured in
     # production: cloudflare-docs PR 28956 (ctx.id.name in alarm handlers since 2026-03-15) and partykit
     # issues 333/390 (this.name unavailable in an alarm-woken object; with a compat date before 2026-03-15
-    # even for new alarms). None: always present (local workerd 1.20261117.1 showed the name in a
-    # cold-woken alarm() under both compatibility dates tried)
+    # even for new alarms). None: always present (local workerd 1.20261117.1: the name was present in the
+    # constructor and alarm() of an object the alarm woke 16 s after its last request, the constructor
+    # running again at the alarm, under compatibility dates 2026-11-17 and 2026-01-28; re-run 2026-12-01)
     id_name_since: str | None = "2026-03-15"
     version: str = ""
 
@@ -216,7 +222,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
     "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
     # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s. On the same build
-    # setAlarm(Date.now()) inside alarm() stayed stored and never fired (workerd issue 6866), and ctx.id.name
+    # a re-arm at the running alarm's own time was reported to stall (workerd issue 6866), and ctx.id.name
     # was present in a cold-woken alarm() under both compatibility dates tried (see Profile)
     "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, rearm_at_now="same-time-unfired",
                              id_name_since=None, version="1.20261117.1"),

@@ -147,12 +147,12 @@ def test_uncounted_always_is_a_plan_value_and_round_trips():
 
 
 # -- 4. setAlarm(Date.now()) inside alarm() -------------------------------------------------------------------
-def test_rearm_at_now_stalls_on_workerd_local_and_now_plus_one_chains():
-    r = ak.run_scenario("prod-rearm-at-now")
+def test_rearm_at_now_in_the_scheduled_millisecond_stalls_on_workerd_local_and_now_plus_one_chains():
+    r = ak.run_scenario("prod-rearm-at-now")  # fire latency 0: ctx.now() in alarm() is its scheduled time
     assert r.profile == "workerd-local" and r["rearm_at_now"] == "same-time-unfired"
-    assert fires(r) == {"naive": [1_002], "fixed": [1_002, 1_005, 1_008, 1_011, 1_014]}
+    assert fires(r) == {"naive": [1_000], "fixed": [1_000, 1_001, 1_002, 1_003, 1_004]}
     # the stalled alarm stays stored (overdue) and is never delivered, for the whole 30 minutes
-    assert r["status"] == {"naive": {"done": 1, "alarm": 1_002}, "fixed": {"done": 5, "alarm": None}}
+    assert r["status"] == {"naive": {"done": 1, "alarm": 1_000}, "fixed": {"done": 5, "alarm": None}}
     report = ak.check(r)
     assert violations(report) == {("naive", "lost"): 4}
     assert [k for (obj, k), (s, _) in status(report).items() if obj == "naive" and s == "lost"] == [2, 3, 4, 5]
@@ -161,23 +161,30 @@ def test_rearm_at_now_stalls_on_workerd_local_and_now_plus_one_chains():
 def test_rearm_at_now_fires_under_the_workerd_profile():
     r = ak.run_scenario("prod-rearm-at-now", profile="workerd")
     assert r["rearm_at_now"] == "fires"
-    assert fires(r) == {"naive": [1_002, 1_004, 1_006, 1_008, 1_010], "fixed": [1_002, 1_005, 1_008, 1_011, 1_014]}
+    assert fires(r) == {"naive": [1_000] * 5, "fixed": [1_000, 1_001, 1_002, 1_003, 1_004]}
     assert r["status"] == {"naive": {"done": 5, "alarm": None}, "fixed": {"done": 5, "alarm": None}}
     assert ak.check(r).ok
 
 
+def test_rearm_at_now_chains_on_workerd_local_once_the_handler_starts_a_millisecond_late():
+    # now is then one ms past the running alarm's time: a new time, which the alarm manager hears of
+    r = ak.run_scenario("prod-rearm-at-now", fire_latency_ms=1)
+    assert fires(r) == {"naive": [1_001, 1_002, 1_003, 1_004, 1_005], "fixed": [1_001, 1_003, 1_005, 1_007, 1_009]}
+    assert ak.check(r).ok
+
+
 def test_a_stalled_alarm_fires_once_code_sets_the_alarm_again():
-    sim = ak.Simulation(profile="workerd-local")
+    sim = ak.Simulation(profile="workerd-local", fire_latency=0)
     from alarmkit.scenarios.pains_platform import Ticker
 
     t = sim.namespace("T", Ticker).get("t")
     sim.run(until=1_000)
     sim.call(t.start(3))
     sim.run(until=60_000)
-    assert sim.alarms() == {"t": 1_002}  # stored, overdue since 1.002 s, never fired
+    assert sim.alarms() == {"t": 1_000}  # stored, overdue since 1 s, never fired again
     sim.call(t.start(3))  # set_alarm from a request: the alarm manager hears of it
     sim.run(until=120_000)
-    assert [int(x) for x in sim.events().query("kind == 'fire'")["t_ms"]] == [1_002, 60_002]
+    assert [int(x) for x in sim.events().query("kind == 'fire'")["t_ms"]] == [1_000, 60_000]
 
 
 # -- 5. the stored alarm in the past that never fires ---------------------------------------------------------

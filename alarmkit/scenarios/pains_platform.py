@@ -5,10 +5,12 @@ stories from public threads and workerd's source.
   against the retry limit (workerd ``alarm-scheduler.h``), so it retries forever with the backoff
   capped at 1024 s: the object keeps waking for days. A counted failure beside it stops after 7
   attempts. The ``runaway_retries`` invariant reports it with the cost in invocations.
-- ``prod-rearm-at-now``: ``setAlarm(Date.now())`` inside ``alarm()`` (workerd issue 6866). On
-  local workerd (profile ``workerd-local``, ``rearm_at_now="same-time-unfired"``) the chain stalls
-  after one run; under ``workerd`` (``"fires"``, the documented promise) it chains. Re-arming at
-  ``now + 1`` chains under both.
+- ``prod-rearm-at-now``: ``setAlarm(Date.now())`` inside ``alarm()`` (workerd issue 6866), in a
+  handler that starts in the same millisecond as its scheduled time (fire latency 0, the median of
+  local fires), so the re-arm is at the running alarm's own time. On ``workerd-local``
+  (``rearm_at_now="same-time-unfired"``) the chain stalls after one run; under ``workerd``
+  (``"fires"``, the documented promise) it chains. Re-arming at ``now + 1`` chains under both, and
+  so does ``now`` once the handler starts a millisecond late.
 - ``prod-cold-wake-name``: code in ``alarm()`` that relies on ``ctx.id.name``. Production passes the
   name to an instance an alarm woke cold only from compatibility date 2026-03-15 (cloudflare-docs PR
   28956; partykit issues 333 and 390); before it the name is missing and the handler fails every
@@ -98,10 +100,14 @@ class TickerPlusOne(Ticker):
 
 
 @scenario("prod-rearm-at-now",
-          "alarm() re-arms with set_alarm(now): on workerd-local the alarm stays stored, overdue, and never fires "
-          "(workerd issue 6866); under workerd it chains; now + 1 chains under both",
-          profile="workerd-local")
-def prod_rearm_at_now(sim: Simulation, ticks: int = 5, start_at_ms: int = 1_000, horizon_ms: int = 1_800_000) -> dict:
+          "alarm() re-arms with set_alarm(now) in the millisecond it was scheduled for: on workerd-local the alarm "
+          "stays stored, overdue, and never fires (workerd issue 6866); under workerd it chains; now + 1 chains "
+          "under both", profile="workerd-local")
+def prod_rearm_at_now(sim: Simulation, ticks: int = 5, start_at_ms: int = 1_000, fire_latency_ms: int = 0,
+                      horizon_ms: int = 1_800_000) -> dict:
+    """``fire_latency_ms`` replaces the profile's fire latency: 0 (local fires were 0 to 1 ms late,
+    median 0) makes ``ctx.now()`` in alarm() its scheduled time, the case that stalls; 1 does not."""
+    sim.configure(fire_latency=fire_latency_ms)
     tickers = {"naive": sim.namespace("TICKERS", Ticker).get("naive"),
                "fixed": sim.namespace("TICKERS_PLUS_ONE", TickerPlusOne).get("fixed")}
     sim.run(until=start_at_ms)
