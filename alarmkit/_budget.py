@@ -7,7 +7,7 @@ A run told ``until`` ends by then, and each instant on the way is bounded by the
 Past either, ``RunawayError`` names the object and the task and leaves the simulation as it was.
 
 The 24 built-in scenarios take at most 18 steps at one virtual instant (``prod-rearm-at-now``: two
-objects' alarm() runs at 1,002 ms; the other 23 at most 16) and move the clock at most 3,667,402 ms
+objects' alarm() runs at 1,000 ms; the other 23 at most 16) and move the clock at most 3,667,402 ms
 (about an hour) in one ``run()`` without ``until`` (measured 2026-12-01, seed 1). The one that never
 ends on its own, ``prod-runaway-internal-errors`` (uncounted failures retried forever), runs with
 ``until=`` three days, which no time budget limits.
