@@ -275,7 +275,7 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
     lines do not overlap and the legend fits the widget in three rows at most."""
     import alarmkit as ak
 
-    events = ak.run_scenario("guestbook-crash-loop", seed=0)["sim"].events()
+    events = ak.run_scenario("guestbook-crash-loop", seed=0).sim.events()
     shots = Path(os.environ.get("ALARMKIT_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     with playwright_sync.sync_playwright() as pw:
