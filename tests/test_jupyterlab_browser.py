@@ -7,6 +7,7 @@ Set ALARMKIT_SCREENSHOTS=<folder> to keep the screenshots.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -83,25 +84,29 @@ def lab(tmp_path, request):
     root.mkdir()
     nb = jupytext.read(notebook)
     jupytext.write(nb, root / (notebook.stem + ".ipynb"), fmt="ipynb")
-    settings = tmp_path / "settings" / "@jupyterlab"
-    for ext, name, values in (
+    settings = {
         # no "would you like news?" toast over the notebook
-        ("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+        ("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False},
         # every cell in the DOM (JupyterLab 4 otherwise renders only the cells in view)
-        ("notebook-extension", "tracker", {"windowingMode": "none"}),
-    ):
-        (settings / ext).mkdir(parents=True)
-        (settings / ext / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-        "ALARMKIT_CI": "1",
-        "ALARMKIT_OUT": str(tmp_path / "out"),
+        ("notebook-extension", "tracker"): {"windowingMode": "none"},
     }
+    with _jupyter_lab(tmp_path, root, settings, {"ALARMKIT_CI": "1", "ALARMKIT_OUT": str(tmp_path / "out")}) as (
+            url, token, log):
+        yield {"url": url, "token": token, "root": root, "log": log, "notebook": notebook.stem + ".ipynb"}
+
+
+@contextlib.contextmanager
+def _jupyter_lab(tmp_path: Path, root: Path, settings: dict, extra_env: dict):
+    """``jupyter lab`` on a free port of 127.0.0.1 serving ``root``, with its config, runtime, settings and
+    workspaces under ``tmp_path``; yields (url, token, log) and stops the server (its whole session) after."""
+    for (ext, name), values in settings.items():
+        folder = tmp_path / "settings" / "@jupyterlab" / ext
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, **{f"JUPYTER{k}_DIR": str(tmp_path / v) for k, v in (
+        ("_CONFIG", "config"), ("_RUNTIME", "runtime"), ("LAB_SETTINGS", "settings"), ("LAB_WORKSPACES", "workspaces"))},
+        **extra_env}
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
@@ -112,8 +117,7 @@ def lab(tmp_path, request):
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
-        yield {"url": f"http://127.0.0.1:{port}", "token": token, "root": root, "log": log,
-               "notebook": notebook.stem + ".ipynb"}
+        yield f"http://127.0.0.1:{port}", token, log
     finally:
         _stop(proc)
 
@@ -350,28 +354,14 @@ def test_double_click_opens_a_py_notebook_as_a_notebook(tmp_path):
     (root / "notebooks").mkdir(parents=True)
     (root / "notebooks" / NOTEBOOK.name).write_text(NOTEBOOK.read_text(encoding="utf-8"), encoding="utf-8")
     cells = len(jupytext.read(NOTEBOOK).cells)
-    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws")}
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = tmp_path / "jupyter.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
+    settings = {("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False}}
+    with _jupyter_lab(tmp_path, root, settings, {}) as (url, token, _log):
         with playwright_sync.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
             try:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.set_default_timeout(60_000)
-                page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks?token={token}", timeout=90_000)
+                page.goto(f"{url}/lab/tree/notebooks?token={token}", timeout=90_000)
                 item = page.locator(".jp-DirListing-item", has_text=NOTEBOOK.name)
                 item.wait_for(timeout=90_000)
                 item.dblclick()
@@ -386,5 +376,3 @@ def test_double_click_opens_a_py_notebook_as_a_notebook(tmp_path):
                     page.screenshot(path=str(Path(shots) / "double-click-notebook.png"))
             finally:
                 browser.close()
-    finally:
-        _stop(proc)
