@@ -109,10 +109,10 @@ crash = import_file(fixture("lease-crash-after-effect", "tail"), journal)
 simulated = ak.run_scenario("lease-crash-after-effect", journal=journal)
 
 # %%
-compare({"real workerd": journal.events(crash.run_id), "simulated": journal.events(simulated["run_id"])}, align="first_request")
+compare({"real workerd": journal.events(crash.run_id), "simulated": journal.events(simulated.run_id)}, align="first_request")
 
 # %%
-differences(journal.events(crash.run_id), journal.events(simulated["run_id"]))
+differences(journal.events(crash.run_id), journal.events(simulated.run_id))
 
 # %% [markdown]
 # Nothing differs beyond 250 ms: one failed run whose effect had already happened, the retry about
@@ -123,13 +123,13 @@ differences(journal.events(crash.run_id), journal.events(simulated["run_id"]))
 simulated_exhaustion = ak.run_scenario("lease-exhaustion", journal=journal, ttl=500)
 
 # %%
-differences(journal.events(exhaustion.run_id), journal.events(simulated_exhaustion["run_id"]))
+differences(journal.events(exhaustion.run_id), journal.events(simulated_exhaustion.run_id))
 
 # %%
-lateness({"real workerd": journal.events(exhaustion.run_id), "simulated": journal.events(simulated_exhaustion["run_id"])})
+lateness({"real workerd": journal.events(exhaustion.run_id), "simulated": journal.events(simulated_exhaustion.run_id)})
 
 # %%
-export_comparison(journal, exhaustion.run_id, simulated_exhaustion["run_id"], OUT / "real-vs-simulated.html")
+export_comparison(journal, exhaustion.run_id, simulated_exhaustion.run_id, OUT / "real-vs-simulated.html")
 
 # %% [markdown]
 # ## Perfetto

@@ -4,6 +4,10 @@ import subprocess
 
 import pytest
 
+CHROMIUM = "/usr/bin/chromium"  # Debian's chromium (dev.py installs it); Playwright never downloads a browser
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+
 
 @pytest.fixture(scope="session")
 def workerd_binary() -> str:
@@ -18,6 +22,16 @@ def workerd_binary() -> str:
     except (OSError, subprocess.SubprocessError, RuntimeError) as e:
         pytest.skip(f"workerd at {binary} does not run here: {e}")
     return binary
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium through Playwright, one per test module."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield b
+        b.close()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,6 +7,7 @@ Set ALARMKIT_SCREENSHOTS=<folder> to keep the screenshots.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -83,25 +84,42 @@ def lab(tmp_path, request):
     root.mkdir()
     nb = jupytext.read(notebook)
     jupytext.write(nb, root / (notebook.stem + ".ipynb"), fmt="ipynb")
-    settings = tmp_path / "settings" / "@jupyterlab"
-    for ext, name, values in (
+    settings = {
         # no "would you like news?" toast over the notebook
-        ("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+        ("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False},
         # every cell in the DOM (JupyterLab 4 otherwise renders only the cells in view)
-        ("notebook-extension", "tracker", {"windowingMode": "none"}),
-    ):
-        (settings / ext).mkdir(parents=True)
-        (settings / ext / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-        "ALARMKIT_CI": "1",
-        "ALARMKIT_OUT": str(tmp_path / "out"),
+        ("notebook-extension", "tracker"): {"windowingMode": "none"},
     }
+    with _jupyter_lab(tmp_path, root, settings, {"ALARMKIT_CI": "1", "ALARMKIT_OUT": str(tmp_path / "out")}) as (
+            url, token, log):
+        yield {"url": url, "token": token, "root": root, "log": log, "notebook": notebook.stem + ".ipynb"}
+
+
+@contextlib.contextmanager
+def _lab_page():
+    """A 1400x1000 page of headless Debian Chromium, 60 s default timeouts."""
+    with playwright_sync.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            yield page
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def _jupyter_lab(tmp_path: Path, root: Path, settings: dict, extra_env: dict):
+    """``jupyter lab`` on a free port of 127.0.0.1 serving ``root``, with its config, runtime, settings and
+    workspaces under ``tmp_path``; yields (url, token, log) and stops the server (its whole session) after."""
+    for (ext, name), values in settings.items():
+        folder = tmp_path / "settings" / "@jupyterlab" / ext
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, **{f"JUPYTER{k}_DIR": str(tmp_path / v) for k, v in (
+        ("_CONFIG", "config"), ("_RUNTIME", "runtime"), ("LAB_SETTINGS", "settings"), ("LAB_WORKSPACES", "workspaces"))},
+        **extra_env}
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
@@ -112,8 +130,7 @@ def lab(tmp_path, request):
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
-        yield {"url": f"http://127.0.0.1:{port}", "token": token, "root": root, "log": log,
-               "notebook": notebook.stem + ".ipynb"}
+        yield f"http://127.0.0.1:{port}", token, log
     finally:
         _stop(proc)
 
@@ -144,18 +161,12 @@ def _wait_until(fn, timeout_s: float, what: str, page=None):
 def test_notebook_runs_in_jupyterlab_and_the_explorer_responds(lab, tmp_path):
     shots = Path(os.environ.get("ALARMKIT_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    with playwright_sync.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
+    with _lab_page() as page:
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            try:
-                _drive(page, lab, shots)
-            except BaseException:
-                page.screenshot(path=str(shots / "failure.png"))
-                raise
-        finally:
-            browser.close()
+            _drive(page, lab, shots)
+        except BaseException:
+            page.screenshot(path=str(shots / "failure.png"))
+            raise
 
 
 def _run_all(page, lab: dict, shots: Path) -> None:
@@ -275,66 +286,60 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
     lines do not overlap and the legend fits the widget in three rows at most."""
     import alarmkit as ak
 
-    events = ak.run_scenario("guestbook-crash-loop", seed=0)["sim"].events()
+    events = ak.run_scenario("guestbook-crash-loop", seed=0).sim.events()
     shots = Path(os.environ.get("ALARMKIT_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    with playwright_sync.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
+    with _lab_page() as page:
+        console = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            console = []
-            page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-            try:
-                _run_all(page, lab, shots)
-                explorer = page.locator(".jp-NotebookPanel .widget-vbox").last
-                explorer.scroll_into_view_if_needed()
-                plot = explorer.locator(".js-plotly-plot")
-                _wait_until(lambda: plot.count() == 1 and _marks(plot) > 0, 60, "the explorer's FigureWidget", page)
-                end = int(events.t_ms.max())
-                readout = explorer.locator(".widget-slider .widget-readout")
-                for i, t_ms in enumerate((end, 200_000, 400, end, 301_000)):
-                    if i:  # the first look is right after Run All
-                        readout.click()
-                        page.keyboard.press("Control+A")
-                        page.keyboard.type(str(t_ms))
-                        page.keyboard.press("Enter")
-                    want = _expected(events, t_ms)
+            _run_all(page, lab, shots)
+            explorer = page.locator(".jp-NotebookPanel .widget-vbox").last
+            explorer.scroll_into_view_if_needed()
+            plot = explorer.locator(".js-plotly-plot")
+            _wait_until(lambda: plot.count() == 1 and _marks(plot) > 0, 60, "the explorer's FigureWidget", page)
+            end = int(events.t_ms.max())
+            readout = explorer.locator(".widget-slider .widget-readout")
+            for i, t_ms in enumerate((end, 200_000, 400, end, 301_000)):
+                if i:  # the first look is right after Run All
+                    readout.click()
+                    page.keyboard.press("Control+A")
+                    page.keyboard.type(str(t_ms))
+                    page.keyboard.press("Enter")
+                want = _expected(events, t_ms)
 
-                    def settled():
-                        s = explorer.evaluate(FIGURE_STATE)
-                        same = all(s[k] == want[k] for k in ("shapes", "annotations", "events"))
-                        return s if same and s["drawnShapes"] == len(want["shapes"]) else None
+                def settled():
+                    s = explorer.evaluate(FIGURE_STATE)
+                    same = all(s[k] == want[k] for k in ("shapes", "annotations", "events"))
+                    return s if same and s["drawnShapes"] == len(want["shapes"]) else None
 
-                    try:
-                        state = _wait_until(settled, 30, f"the figure at {t_ms} ms to hold {want}", page)
-                    except AssertionError:
-                        raise AssertionError(f"at {t_ms} ms: {explorer.evaluate(FIGURE_STATE)} != {want}") from None
-                    assert state["drawnAnnotations"] == want["annotations"]
-                    boxes = state["titles"] + state["titleLines"]
-                    assert state["titles"] and not any(
-                        _overlap(a, b) for i, a in enumerate(state["titleLines"]) for b in state["titleLines"][i + 1:])
-                    assert not any(_overlap(a, b) for i, a in enumerate(state["titles"]) for b in state["titles"][i + 1:])
-                    if state["area"]:  # the title sits above the plot area
-                        assert max(b[3] for b in boxes) <= state["area"][1] + 1, (boxes, state["area"])
-                    if state["legend"]:
-                        assert state["legendRows"] <= 3, state
-                        assert state["legend"][2] <= state["paper"][2] + 1, state
-                    shot = shots / f"explorer-nb05-at-{t_ms}ms.png"
-                    explorer.screenshot(path=str(shot))
-                    print(f"screenshot: {shot}")
-                if SHARED_SHOTS.is_dir():
-                    import shutil
+                try:
+                    state = _wait_until(settled, 30, f"the figure at {t_ms} ms to hold {want}", page)
+                except AssertionError:
+                    raise AssertionError(f"at {t_ms} ms: {explorer.evaluate(FIGURE_STATE)} != {want}") from None
+                assert state["drawnAnnotations"] == want["annotations"]
+                boxes = state["titles"] + state["titleLines"]
+                assert state["titles"] and not any(
+                    _overlap(a, b) for i, a in enumerate(state["titleLines"]) for b in state["titleLines"][i + 1:])
+                assert not any(_overlap(a, b) for i, a in enumerate(state["titles"]) for b in state["titles"][i + 1:])
+                if state["area"]:  # the title sits above the plot area
+                    assert max(b[3] for b in boxes) <= state["area"][1] + 1, (boxes, state["area"])
+                if state["legend"]:
+                    assert state["legendRows"] <= 3, state
+                    assert state["legend"][2] <= state["paper"][2] + 1, state
+                shot = shots / f"explorer-nb05-at-{t_ms}ms.png"
+                explorer.screenshot(path=str(shot))
+                print(f"screenshot: {shot}")
+            if SHARED_SHOTS.is_dir():
+                import shutil
 
-                    shutil.copy(shots / "explorer-nb05-at-301000ms.png", SHARED_SHOTS / "explorer-after-slider.png")
-            except BaseException:
-                page.screenshot(path=str(shots / "failure.png"))
-                print(f"screenshot: {shots / 'failure.png'}")
-                print("\n".join(console[-30:]))
-                raise
-        finally:
-            browser.close()
+                shutil.copy(shots / "explorer-nb05-at-301000ms.png", SHARED_SHOTS / "explorer-after-slider.png")
+        except BaseException:
+            page.screenshot(path=str(shots / "failure.png"))
+            print(f"screenshot: {shots / 'failure.png'}")
+            print("\n".join(console[-30:]))
+            raise
 
 
 # -- a double-click opens notebooks/*.py as a notebook (issue 13, item 6) --------------------------------------
@@ -350,41 +355,19 @@ def test_double_click_opens_a_py_notebook_as_a_notebook(tmp_path):
     (root / "notebooks").mkdir(parents=True)
     (root / "notebooks" / NOTEBOOK.name).write_text(NOTEBOOK.read_text(encoding="utf-8"), encoding="utf-8")
     cells = len(jupytext.read(NOTEBOOK).cells)
-    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws")}
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = tmp_path / "jupyter.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
-        with playwright_sync.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, timeout=60_000)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(60_000)
-                page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks?token={token}", timeout=90_000)
-                item = page.locator(".jp-DirListing-item", has_text=NOTEBOOK.name)
-                item.wait_for(timeout=90_000)
-                item.dblclick()
-                panel = page.locator(".jp-NotebookPanel")
-                panel.first.wait_for(timeout=60_000)
-                _wait_until(lambda: panel.first.locator(".jp-Cell").count() >= cells, 60, f"{cells} cells", page)
-                assert page.locator(".jp-FileEditor:visible").count() == 0, "the .py also opened in a text editor"
-                tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
-                assert tab.first.inner_text() == NOTEBOOK.name
-                shots = os.environ.get("ALARMKIT_SCREENSHOTS")
-                if shots:
-                    page.screenshot(path=str(Path(shots) / "double-click-notebook.png"))
-            finally:
-                browser.close()
-    finally:
-        _stop(proc)
+    settings = {("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False}}
+    with _jupyter_lab(tmp_path, root, settings, {}) as (url, token, _log):
+        with _lab_page() as page:
+            page.goto(f"{url}/lab/tree/notebooks?token={token}", timeout=90_000)
+            item = page.locator(".jp-DirListing-item", has_text=NOTEBOOK.name)
+            item.wait_for(timeout=90_000)
+            item.dblclick()
+            panel = page.locator(".jp-NotebookPanel")
+            panel.first.wait_for(timeout=60_000)
+            _wait_until(lambda: panel.first.locator(".jp-Cell").count() >= cells, 60, f"{cells} cells", page)
+            assert page.locator(".jp-FileEditor:visible").count() == 0, "the .py also opened in a text editor"
+            tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+            assert tab.first.inner_text() == NOTEBOOK.name
+            shots = os.environ.get("ALARMKIT_SCREENSHOTS")
+            if shots:
+                page.screenshot(path=str(Path(shots) / "double-click-notebook.png"))

@@ -175,15 +175,6 @@ def test_in_a_real_kernel_plotlyjs_follows_the_cells_as_jupyterlab_runs_them(tmp
 
 # -- in a browser --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
-
 def open_offline(browser, path: Path, plots: int) -> dict:
     """Open ``path`` with the network off; wait until ``plots`` plots have drawn (or 30 s).
     Returns the plots drawn, the page errors, console errors and the requests that tried to leave."""

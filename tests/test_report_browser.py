@@ -13,24 +13,13 @@ from alarmkit import DurableObject, Journal, Simulation, run_scenario
 from alarmkit.plots import timeline
 from alarmkit.report import export_html
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+from conftest import CHROMIUM  # the browser fixture lives in conftest
 HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)">'
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no {CHROMIUM} (apt-get install chromium)"),
 ]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 class Visit:

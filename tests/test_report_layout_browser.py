@@ -15,9 +15,7 @@ import pytest
 import alarmkit as ak
 from alarmkit.report import PLOTLY_FILE, export_folder
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+from conftest import CHROMIUM  # the browser fixture lives in conftest
 SHARED_SHOTS = Path("/work/wt/_shared/shots")  # where the lead collects screenshots, when it exists
 
 pytestmark = [
@@ -64,15 +62,6 @@ def folder(tmp_path_factory):
         runs = {f"{sc.name}.html": ak.run_scenario(sc.name, seed=1, journal=j).run_id for sc in ak.list_scenarios()}
         export_folder(j, runs, out)
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _open(browser, path: Path):
