@@ -37,7 +37,7 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "code", "__weakref__",
+        "code", "locks", "unlocked", "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -59,6 +59,10 @@ class Host:
         self.parent = parent
         self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
         self.code = sim.buffer.register(namespace.binding, self.label)  # what the journal buffer logs
+        # workerd's input gate: storage reads in flight, and delivered events whose code has not started
+        # yet (JavaScript runs a call up to its first await at once); new deliveries wait while any
+        self.locks = 0
+        self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
 
     def __repr__(self) -> str:
         return f"<Host {self.label}>"
@@ -105,6 +109,9 @@ class Host:
         self.instance = None
         self.ctx = None
         self.gate = None
+        if self.unlocked is not None:  # held deliveries wake, find the instance gone and fail
+            unlocked, self.unlocked = self.unlocked, None
+            unlocked.set_result(None)
         self.sim.kernel.cancel(self.idle_timer)
         self.idle_timer = None
         tasks, self.tasks = self.tasks, {}
@@ -222,13 +229,47 @@ class Host:
         return task
 
     async def wait_gate(self) -> None:
-        while self.gate is not None:
+        """Wait until an event may be delivered: no ``block_concurrency_while`` running and no storage
+        read in flight (workerd's input gate; a write or an external wait such as ``ctx.sleep`` lets
+        other events in)."""
+        while self.gate is not None or self.locks:
+            if self.gate is None:
+                if self.unlocked is None:
+                    self.unlocked = Future()
+                await self.unlocked
+                self.check_alive()
+                continue
             gate = self.gate
             try:
                 await gate
             except Exception:
                 pass
             self.check_alive()
+
+    def read(self, value: Any) -> Future:
+        """The awaitable of a storage read whose ``value`` is known: it resolves as a microtask, and
+        until then the input gate holds new calls and alarm deliveries (``wait_gate``)."""
+        self.locks += 1
+        fut = Future()
+        self.sim.kernel.call_soon(self._read_done, fut, value)
+        return fut
+
+    def _read_done(self, fut: Future, value: Any) -> None:
+        fut.set_result(value)  # the reader's continuation runs first: a second read locks the gate again
+        self.unlock()
+
+    def lock_until_started(self, task: Task) -> None:
+        """``task`` (a delivered call or alarm) has not run yet: hold later deliveries until its first
+        step has run (it runs first: the kernel's microtasks are FIFO), so its first read locks in time."""
+        if not task.awaits and not task.done():
+            self.locks += 1
+            self.sim.kernel.call_soon(self.unlock)
+
+    def unlock(self) -> None:
+        self.locks -= 1
+        if not self.locks and self.unlocked is not None:
+            unlocked, self.unlocked = self.unlocked, None
+            unlocked.set_result(None)
 
     # -- effects --------------------------------------------------------------------------
     def effect(self, name: str, key: Any, detail: dict) -> Future:

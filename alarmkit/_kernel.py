@@ -281,7 +281,7 @@ class Kernel:
 
     def gather(self, *aws: Any) -> Future:
         """A future of the list of results, in order; the first failure fails it."""
-        futs = [a if isinstance(a, Future) else self.spawn(_as_coro(a)) for a in aws]
+        futs = [a if isinstance(a, Future) else self.spawn(as_coro(a)) for a in aws]
         out = Future()
         results: list[Any] = [None] * len(futs)
         left = [len(futs)]
@@ -387,7 +387,7 @@ class Kernel:
         """
         if limit is not None:
             limit = time_ms("call(limit=...)", limit)
-        fut = aw if isinstance(aw, Future) else self.spawn(_as_coro(aw), name="main")
+        fut = aw if isinstance(aw, Future) else self.spawn(as_coro(aw), name="main")
         start = self.now
         end = limit if limit is not None else NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
         steps = self.step_limit or NO_LIMIT
@@ -428,7 +428,8 @@ async def wrap_awaitable(aw: Any) -> Any:
     return await aw
 
 
-def _as_coro(aw: Any):
+def as_coro(aw: Any):
+    """``aw`` as a coroutine the kernel can drive (a coroutine itself, or one awaiting it)."""
     if hasattr(aw, "send") and hasattr(aw, "throw"):
         return aw
     if hasattr(aw, "__await__"):

@@ -19,7 +19,7 @@ from ._celld import CelldScheduler
 from ._facets import facets_of
 from ._host import Host, describe, on_interrupt
 from ._stubs import Env, Inspector, Namespace, Stub
-from ._kernel import Future, Kernel, Task, wrap_awaitable
+from ._kernel import Future, Kernel, Task, as_coro, wrap_awaitable
 from ._object import AlarmInfo, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
@@ -134,8 +134,14 @@ class Simulation:
 
     def spawn(self, aw: Any, name: str = "task") -> Task:
         """Start ``aw`` (e.g. ``stub.deliver(batch)``) now without waiting for it; the returned task
-        has ``done()``, ``result()``, ``exception()`` and ``add_done_callback(fn)``."""
-        return self.kernel.spawn(aw, name)
+        has ``done()``, ``result()``, ``exception()`` and ``add_done_callback(fn)``. A stub call
+        starts only when spawned or awaited (see docs/scenario-api.md, "Concurrent calls")."""
+        return self.kernel.spawn(as_coro(aw), name)
+
+    def gather(self, *aws: Any) -> Future:
+        """Start every awaitable not started yet (in order, now) and return one future of the list of
+        their results; the first failure fails it. ``sim.call(sim.gather(a.m(), b.m()))`` runs both."""
+        return self.kernel.gather(*aws)
 
     def journal_event(self, kind: str, stub: Stub | None = None, *, scheduled_ms: int | None = None,
                       prev_ms: int | None = None, retry_count: int | None = None, detail: dict | None = None) -> None:
@@ -198,7 +204,9 @@ class Simulation:
             host.interrupted(err, f"rpc:{method}")
             raise
         if inspect.isawaitable(result):
-            value = await host.spawn(wrap_awaitable(result), f"rpc:{method}")
+            task = host.spawn(wrap_awaitable(result), f"rpc:{method}")
+            host.lock_until_started(task)
+            value = await task
         else:
             host.commit()
             value = result
@@ -215,9 +223,9 @@ class Simulation:
         buf += (now, host.code, "fire", scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{now - scheduled}}}')
         if len(buf) >= self._flush_len:
             self._auto_flush()
-        if host.instance is not None and host.gate is None:
+        if host.instance is not None and host.gate is None and not host.locks:
             self._start_handler(host, scheduled, retry_count, n, done, token)
-        else:  # asleep or gated: the constructor (and its block_concurrency_while) runs first
+        else:  # asleep or gated (a read in flight): the constructor (and its block_concurrency_while) runs first
             self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done, token), "deliver")
 
     async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
@@ -256,6 +264,7 @@ class Simulation:
         host.tasks[task] = None
         task._callbacks = [self._alarm_done_cb]
         self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
+        host.lock_until_started(task)  # else (a microtask was waiting): the input gate holds others till it runs
         if not task.done():
             self._watch(task)  # one that finished without suspending cannot overrun its limit
 
