@@ -7,7 +7,7 @@ import pandas as pd
 
 from .errors import AlarmkitError
 
-__all__ = ["TIME_COLS", "first_request_ms", "align"]
+__all__ = ["TIME_COLS", "first_request_ms", "align", "since_clock_start"]
 
 TIME_COLS = ("t_ms", "scheduled_ms", "prev_scheduled_ms")
 
@@ -26,4 +26,18 @@ def align(events: pd.DataFrame) -> pd.DataFrame:
     out = events.copy()
     for col in TIME_COLS:
         out[col] = out[col] - t0
+    return out
+
+
+def since_clock_start(events: pd.DataFrame) -> pd.DataFrame:
+    """The events with each run's times counted from its ``clock_start`` event (a ``Simulation(start_ms=...)``
+    at a real epoch journals one); runs without one (a clock from 0) are returned as they are."""
+    starts = events["kind"] == "clock_start"
+    if not starts.any():
+        return events
+    runs = events["run_id"].astype("Float64").fillna(-1)
+    offset = runs.map(events.loc[starts, "t_ms"].groupby(runs[starts]).first()).fillna(0).astype("int64")
+    out = events.copy()
+    for col in TIME_COLS:
+        out[col] = out[col] - offset
     return out

@@ -199,7 +199,8 @@ class Kernel:
     ``run()`` and ``run_until_complete()`` stop runaway work with ``RunawayError``: see ``_budget``.
     """
 
-    def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS) -> None:
+    def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS,
+                 start_ms: int = 0) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise AlarmkitError(f"seed must be an int, got {seed!r}")
         if not 0 <= seed <= SEED_MAX:  # random.Random(-n) is random.Random(n); journals keep seeds as BIGINT
@@ -208,7 +209,7 @@ class Kernel:
         self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
         self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
         self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
-        self.now: int = 0
+        self.now: int = time_ms("start_ms", start_ms)  # the clock's first reading (epoch ms, or 0)
         self.seed = seed
         self.rng = random.Random(seed)
         self._heap: list[list] = []

@@ -50,12 +50,17 @@ class Simulation:
         faults: Faults | None = None,
         step_limit: int | None = STEP_LIMIT,
         time_limit_ms: int | None = TIME_LIMIT_MS,
+        start_ms: int = 0,
         **profile_changes: Any,
     ) -> None:
-        """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``)."""
+        """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``).
+        ``start_ms`` is the clock's first reading, in 0..2**53: 0 (the default), or a real epoch such as
+        ``1_767_225_600_000`` so ``Date.now()``-style values look real; the journal then opens with a
+        ``clock_start`` event that figures subtract, so they show time since the start either way."""
         prof = get_profile(profile)
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
-        self.kernel = Kernel(seed, step_limit, time_limit_ms)
+        self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
+        self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
         self.seed = seed
         self.faults = faults or Faults()
@@ -79,6 +84,8 @@ class Simulation:
         self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
+        if self.start_ms:
+            self.log("clock_start", None, None, None, None, {"start_ms": self.start_ms})
         self.faults.install(self)
 
     def _make_scheduler(self) -> AlarmBackend:
@@ -90,7 +97,7 @@ class Simulation:
     def configure(self, **profile_changes: Any) -> None:
         """Change profile settings (``Profile.replace`` names) before anything has happened (no event
         journaled yet); the alarm scheduler is made again for the new profile. Raises AlarmkitError after."""
-        if self.buffer.seq0 + len(self.buffer) > 1:
+        if self.buffer.seq0 + len(self.buffer) > 1 + (self.start_ms != 0):  # clock_start is not an event that ran
             raise AlarmkitError(
                 f"configure({', '.join(sorted(profile_changes))}=...) must come before anything has run "
                 f"(this simulation has journaled events); pass the settings to Simulation(...) instead"
