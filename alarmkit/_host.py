@@ -12,7 +12,7 @@ from ._checks import text
 from ._kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
-from .errors import AlarmkitError, InjectedError, ObjectCrashed
+from .errors import Aborted, AlarmkitError, InjectedError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Namespace, Simulation
@@ -124,6 +124,15 @@ class Host:
     def crash(self, reason: str) -> None:
         self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
         self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
+
+    def abort(self, reason: str, retry_alarm: bool) -> Aborted:
+        """``ctx.abort``: journal ``aborted`` and drop the instance (uncommitted writes are lost, as in a
+        crash); every task in it, the caller's included, fails with the returned ``Aborted``."""
+        err = Aborted(f"object {self.label} was aborted: {reason}", retry_alarm)
+        self.sim.log("aborted", self, None, None, None,
+                     {"reason": reason, "retry_alarm": retry_alarm, "tasks": [t.name for t in self.tasks]})
+        self.drop(err)
+        return err
 
     def interrupted(self, err: BaseException, where: str) -> ObjectCrashed:
         """A KeyboardInterrupt or SystemExit left user code running in this object: journaled as a

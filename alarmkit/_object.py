@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
-from ._checks import MAX_MS, shown
+from ._checks import MAX_MS, shown, text
 from ._kernel import Future, as_coro
 from ._storage import Cursor
 from .errors import AlarmkitError, AlarmTimeError
@@ -216,6 +216,17 @@ class DurableObjectState:
         if host.parent is None:
             raise AlarmkitError(f"{host.label} is a root object: call_parent is for facets; use a stub instead")
         return host.spawn(host.sim.rpc(host.parent, method, args, {}), name or f"parent:{method}")
+
+    def abort(self, reason: str = "aborted", retry_alarm: bool = True) -> None:
+        """``ctx.abort(reason, {retryAlarm})`` (workerd PR 6996): reset the object now. Uncommitted writes
+        are lost, every call in flight fails with ``Aborted``, and so does the caller (this never returns).
+        An ``alarm()`` running in the object fails too: retried as a counted failure, or with
+        ``retry_alarm=False`` not retried (its alarm is cleared, as after a success)."""
+        host = self._host
+        host.check_alive()
+        if not isinstance(retry_alarm, bool):
+            raise AlarmkitError(f"ctx.abort(retry_alarm=...) must be True or False, got {retry_alarm!r}")
+        raise host.abort(text("ctx.abort(reason)", reason), retry_alarm)
 
     def journal_event(self, kind: str, *, scheduled_ms: int | None = None, prev_ms: int | None = None,
                       retry_count: int | None = None, detail: dict | None = None) -> None:

@@ -23,7 +23,7 @@ from ._kernel import Future, Kernel, Task, as_coro, wrap_awaitable
 from ._object import AlarmInfo, DurableObjectState
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
-from .errors import AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
+from .errors import Aborted, AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
 from .faults import Faults
 from .profiles import Profile, get_profile
 
@@ -291,6 +291,10 @@ class Simulation:
 
     def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any) -> None:
         counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
+        if err.__class__ is Aborted and not err.retry_alarm:  # ctx.abort(reason, retry_alarm=False)
+            self.log("handler_error", host, scheduled, None, retry_count, {**_error(err, False), "retry": False})
+            done(token, False, False, False)
+            return
         self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted))
         done(token, False, counted)
 
