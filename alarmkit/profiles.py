@@ -25,7 +25,8 @@ class Latency:
     ``fixed``: always ``ms``. ``uniform``: uniform integer in ``[lo, hi]``. ``failover``: like
     ``uniform`` but with probability ``p`` a fire is late by up to ``max_ms`` (the documented
     "can be delayed by up to a minute due to maintenance or failures while failover takes
-    place", Cloudflare Durable Objects storage API docs).
+    place", Cloudflare Durable Objects storage API docs). ``empirical``: one of ``values``, each
+    equally likely (a measured sample replayed, seeded by the simulation's seed).
     """
 
     kind: str = "fixed"
@@ -34,6 +35,14 @@ class Latency:
     hi: int = 0
     p: float = 0.0
     max_ms: int = 60_000
+    values: tuple = ()
+
+    @classmethod
+    def empirical(cls, values) -> Latency:
+        vals = tuple(values) if isinstance(values, (list, tuple)) else None
+        if not vals:
+            raise AlarmkitError(f"empirical latency needs a non-empty list of ms values, got {values!r}")
+        return cls("empirical", values=tuple(_nonneg("values[]", v) for v in vals))
 
     @classmethod
     def fixed(cls, ms: int) -> Latency:
@@ -56,14 +65,17 @@ class Latency:
             return self.ms
         if self.kind == "uniform":
             return rng.randint(self.lo, self.hi)
+        if self.kind == "empirical":
+            return self.values[rng.randrange(len(self.values))]
         if self.kind == "failover":
             if rng.random() < self.p:
                 return rng.randint(self.hi, self.max_ms)
             return rng.randint(self.lo, self.hi)
-        raise AlarmkitError(f"unknown latency kind {self.kind!r}; use fixed, uniform or failover")
+        raise AlarmkitError(f"unknown latency kind {self.kind!r}; use fixed, uniform, failover or empirical")
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v != Latency.__dataclass_fields__[k].default or k == "kind"}
+        return {k: list(v) if k == "values" else v for k, v in dataclasses.asdict(self).items()
+                if v != Latency.__dataclass_fields__[k].default or k == "kind"}
 
     @classmethod
     def from_value(cls, value: Any) -> Latency:
@@ -75,7 +87,7 @@ class Latency:
         if isinstance(value, dict):
             kind = value.get("kind", "fixed")
             args = {k: v for k, v in value.items() if k != "kind"}
-            makers = {"fixed": cls.fixed, "uniform": cls.uniform, "failover": cls.failover}
+            makers = {"fixed": cls.fixed, "uniform": cls.uniform, "failover": cls.failover, "empirical": cls.empirical}
             if kind not in makers:
                 raise AlarmkitError(f"unknown latency kind {kind!r}; use one of {sorted(makers)}")
             try:
@@ -164,6 +176,9 @@ class Profile:
         return d
 
 
+# ms late (fire - scheduledTime) of each ordinary first fire in the reference run (see workerd-local-measured)
+MEASURED_FIRST_FIRES_MS = (0, 0, *[1] * 20, 2, 2, 2, 3, 13)
+
 # every built-in profile, here and nowhere else; read-only (a variant is Profile.replace(...))
 PROFILES: Mapping[str, Profile] = MappingProxyType({
     "workerd": Profile(name="workerd", version="1.20261117.1"),
@@ -171,6 +186,11 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
     # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s
     "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, version="1.20261117.1"),
+    # workerd-local with the fire latency measured: the 27 ordinary first fires (retry_count 0, a future
+    # alarm, no restart, no wake of an evicted object, no overlap probe; tests/test_latency_measured.py)
+    # of the committed reference run alarmkit/calibrate/data/calibration-workerd-1.20261117.1.duckdb: median 1 ms, 0..13 ms
+    "workerd-local-measured": Profile(name="workerd-local-measured", idle_evict_ms=10_000, version="1.20261117.1",
+                                      fire_latency=Latency.empirical(MEASURED_FIRST_FIRES_MS)),
     # celld (denoland/celld v0.3.0, snapshot 2026-08-20; its scheduler is alarmkit/_celld.py)
     "celld": Profile(
         name="celld",
