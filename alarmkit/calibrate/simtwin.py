@@ -235,6 +235,13 @@ class TwinProbe(DurableObject):
             if throws_left > 0:
                 await self.set_alarm_j(self.ctx.now() + (cfg.get("delay") or 1000), "handler")
                 do_throw("after_set")
+        elif mode == "abort":
+            if throws_left > 0:
+                self.set_cfg({"throws_left": throws_left - 1})
+                retry_alarm = cfg.get("retry_alarm") is not False
+                journal(self, "abort", **base, detail={"run": run, "retry_alarm": retry_alarm})
+                await storage.sync()  # the journal row and the counter must outlive the reset
+                self.ctx.abort(f"probe abort (run {run})", retry_alarm=retry_alarm)
         elif mode == "sleep" and run == 1:
             if cfg.get("inner_ms") is not None:
                 await self.set_alarm_j(self.ctx.now() + cfg["inner_ms"], "handler")

@@ -202,6 +202,7 @@ export class LeaseLedger extends DurableObject {
 //   mode delete_throw : deleteAlarm() then throw (while throws_left > 0)
 //   mode set_throw    : setAlarm(now+delay) then throw (while throws_left > 0)
 //   mode sleep        : first run only: optionally setAlarm(now+inner_ms), then await sleep_ms
+//   mode abort        : while throws_left > 0: journal, await storage.sync(), ctx.abort(reason, {retryAlarm})
 // ---------------------------------------------------------------------------------------------
 export class Probe extends DurableObject {
   constructor(ctx, env) {
@@ -277,6 +278,14 @@ export class Probe extends DurableObject {
       if (throwsLeft > 0) {
         await this.setAlarmJ(Date.now() + (cfg.delay || 1000), "handler");
         doThrow("after_set");
+      }
+    } else if (mode === "abort") {
+      if (throwsLeft > 0) {
+        this.setCfg({ throws_left: throwsLeft - 1 });
+        const retryAlarm = cfg.retry_alarm !== false;
+        journal(this.sql, "abort", { ...base, detail: { run, retry_alarm: retryAlarm } });
+        await this.ctx.storage.sync(); // the journal row and the counter must outlive the reset
+        this.ctx.abort(`probe abort (run ${run})`, { retryAlarm });
       }
     } else if (mode === "sleep") {
       if (run === 1) {
