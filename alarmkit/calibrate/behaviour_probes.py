@@ -155,6 +155,23 @@ def probe_abort(wd: WorkerdProcess, retry_alarm: bool = True, observe_s: float =
     }
 
 
+def probe_gate(wd: WorkerdProcess) -> dict:
+    """Two calls to one object at once, each a read-modify-write (get, then put): does the second
+    read wait for the first call's write (workerd's input gate), or is an update lost?"""
+    obj = new_name(wd, "probe-gate")
+    r = wd.get("/gate", {"obj": obj})
+    ev = probe_events(wd, obj)
+    t0 = anchor_t(ev, "bump_read")
+    rel = rel_events(ev, t0)
+    bumps = [e for e in rel if e["kind"] in ("bump_read", "bump_write")]
+    out = {"probe": "gate", "obj": obj, "t0_ms": t0, "results": r.get("results"),
+           "order": [f"{e['kind']}:{e['detail'].get('tag')}" for e in bumps],
+           "span_ms": bumps[-1]["t"] - bumps[0]["t"] if bumps else None, "events": rel}
+    if "error" in r:
+        out["error"] = r["error"]
+    return out
+
+
 def probe_overlap(wd: WorkerdProcess, variant: str = "inside", sleep_ms: int = 300, second_ms: int = 50) -> dict:
     """Does a second alarm() start while the first awaits a timer?
 

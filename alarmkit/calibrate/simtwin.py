@@ -253,6 +253,14 @@ class TwinProbe(DurableObject):
     async def events(self) -> list[dict]:
         return read_journal(self)
 
+    async def bump(self, tag: str) -> int:
+        """The read-modify-write of the /gate route: two run at once (the input gate probe)."""
+        journal(self, "bump_read", detail={"tag": tag})
+        n = (await self.ctx.storage.get("n")) or 0
+        journal(self, "bump_write", detail={"tag": tag, "n": n + 1})
+        await self.ctx.storage.put("n", n + 1)
+        return n + 1
+
     async def op(self, name: str, p: dict) -> Any:
         now = self.ctx.now()
         storage = self.ctx.storage

@@ -302,6 +302,15 @@ export class Probe extends DurableObject {
     return readJournal(this.sql);
   }
 
+  // the read-modify-write of the /gate route: two of these run at once (input gate probe)
+  async bump(tag) {
+    journal(this.sql, "bump_read", { detail: { tag } });
+    const n = (await this.ctx.storage.get("n")) ?? 0;
+    journal(this.sql, "bump_write", { detail: { tag, n: n + 1 } });
+    await this.ctx.storage.put("n", n + 1);
+    return n + 1;
+  }
+
   // ---- operations driven from the HTTP routes -----------------------------------------------
   async op(name, p) {
     const now = Date.now();
@@ -527,6 +536,11 @@ export default {
       }
       if (u.pathname === "/state") return Response.json(await stub.state());
       if (u.pathname === "/drop_alarm") return Response.json(await stub.dropAlarm());
+      if (u.pathname === "/gate") {
+        // two calls to one object started at once (both RPCs start when made, as in JavaScript)
+        const gstub = env.PROBE.get(env.PROBE.idFromName(obj));
+        return Response.json({ results: await Promise.all([gstub.bump("a"), gstub.bump("b")]), now: Date.now() });
+      }
       if (u.pathname.startsWith("/probe/")) {
         const name = u.pathname.slice("/probe/".length);
         const pstub = env.PROBE.get(env.PROBE.idFromName(obj));
