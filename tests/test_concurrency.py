@@ -39,8 +39,11 @@ class Counter(ak.DurableObject):
         await self.ctx.sleep(ms)
         await self.ctx.storage.put("saved_at", self.ctx.now())
 
+    async def get_v(self):
+        return await self.ctx.storage.get("v")
+
     async def save_and_sync(self, value):
-        await self.ctx.storage.put("v", value)
+        self.ctx.storage.put("v", value)  # not awaited, as JavaScript code often writes: sync() is the commit
         await self.ctx.storage.sync()
         return self.ctx.now()
 
@@ -138,10 +141,31 @@ def test_sync_resolves_with_the_write_committed():
 
 
 def test_an_object_torn_down_while_awaiting_sync_loses_the_unsynced_write():
-    plan = ak.FaultPlan(crashes=[{"task": "rpc:save_and_sync", "invocation": 2, "at_await": 2}])
+    plan = ak.FaultPlan(crashes=[{"task": "rpc:save_and_sync", "invocation": 2, "at_await": 1}])
     sim = ak.Simulation(seed=0, faults=plan)
     c = sim.namespace("C", Counter).get("c")
     sim.call(c.save_and_sync("first"))
     with pytest.raises(ak.ObjectCrashed):
         sim.call(c.save_and_sync("second"))
     assert rows(sim, ("crash",)) == [(0, "crash", None)]
+    assert sim.call(c.get_v()) == "first"  # the write awaiting sync() when the object died was lost
+
+
+def test_a_facet_torn_down_while_awaiting_sync_loses_its_unsynced_write_and_the_parent_lives():
+    class Holder(ak.DurableObject):
+        async def save(self, value):
+            return await self.ctx.facets.get("f", lambda: Counter).save_and_sync(value)
+
+        async def read(self):
+            return await self.ctx.facets.get("f", lambda: Counter).get_v()
+
+    plan = ak.FaultPlan(crashes=[{"task": "rpc:save_and_sync", "invocation": 1, "at_await": 1}])
+    sim = ak.Simulation(seed=0, faults=plan)
+    h = sim.namespace("H", Holder).get("h")
+    with pytest.raises(ak.ObjectCrashed):
+        sim.call(h.save("lost"))
+    ev = sim.events()
+    crashes = ev[ev["kind"] == "crash"]
+    assert list(zip(crashes["t_ms"], crashes["object_id"])) == [(0, "h/f")]  # the facet only
+    assert sim.call(h.read()) is None  # the put before sync() never became durable
+    assert sim.call(h.save("kept")) == 0 and sim.call(h.read()) == "kept"  # invocation 2: not crashed
