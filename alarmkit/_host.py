@@ -37,7 +37,7 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "code", "locks", "unlocked", "__weakref__",
+        "code", "locks", "unlocked", "starting", "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -62,6 +62,7 @@ class Host:
         # workerd's input gate: storage reads in flight, and delivered events whose code has not started
         # yet (JavaScript runs a call up to its first await at once); new deliveries wait while any
         self.locks = 0
+        self.starting: set[Task] = set()  # delivered tasks holding a lock until their first step ends
         self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
 
     def __repr__(self) -> str:
@@ -109,6 +110,8 @@ class Host:
         self.instance = None
         self.ctx = None
         self.gate = None
+        self.locks = 0
+        self.starting.clear()
         if self.unlocked is not None:  # held deliveries wake, find the instance gone and fail
             unlocked, self.unlocked = self.unlocked, None
             unlocked.set_result(None)
@@ -178,10 +181,14 @@ class Host:
     def _task_done(self, task: Task) -> None:
         if self.tasks.pop(task, _UNSET) is _UNSET:
             return  # killed with its instance
+        if self.starting:
+            self._started(task)
         self.commit()
         self._touch()
 
     def _on_suspend(self, task: Task) -> None:
+        if self.starting:
+            self._started(task)
         if self.sim.faults.crash_at_suspend(self, task):
             self.crash(f"injected at await {task.awaits} of {task.name}")
         else:
@@ -260,19 +267,25 @@ class Host:
         until then the input gate holds new calls and alarm deliveries (``wait_gate``)."""
         self.locks += 1
         fut = Future()
-        self.sim.kernel.call_soon(self._read_done, fut, value)
+        self.sim.kernel.call_soon(self._read_done, fut, value, self.ctx)
         return fut
 
-    def _read_done(self, fut: Future, value: Any) -> None:
+    def _read_done(self, fut: Future, value: Any, ctx: Any) -> None:
         fut.set_result(value)  # the reader's continuation runs first: a second read locks the gate again
-        self.unlock()
+        if ctx is self.ctx:  # else the instance that read died meanwhile: drop() reset the locks
+            self.unlock()
 
     def lock_until_started(self, task: Task) -> None:
         """``task`` (a delivered call or alarm) has not run yet: hold later deliveries until its first
-        step has run (it runs first: the kernel's microtasks are FIFO), so its first read locks in time."""
+        step ends (its first suspension or its end), so a read at its start locks the gate in time."""
         if not task.awaits and not task.done():
             self.locks += 1
-            self.sim.kernel.call_soon(self.unlock)
+            self.starting.add(task)
+
+    def _started(self, task: Task) -> None:
+        if task in self.starting:
+            self.starting.discard(task)
+            self.unlock()
 
     def unlock(self) -> None:
         self.locks -= 1
