@@ -23,7 +23,7 @@ def align(events: pd.DataFrame) -> pd.DataFrame:
     if events.empty:
         raise AlarmkitError("no events to align; Journal.events(run_id) of this run is empty")
     t0 = first_request_ms(events)
-    out = events.copy()
+    out = events[events["kind"] != "clock_start"].copy()  # counted from the first request now, not the clock's start
     for col in TIME_COLS:
         out[col] = out[col] - t0
     return out

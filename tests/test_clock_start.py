@@ -52,7 +52,10 @@ def test_figures_show_time_since_the_start():
     cols = ["t_ms", "kind", "scheduled_ms"]
     assert shifted[shifted["kind"] != "clock_start"][cols].reset_index(drop=True).equals(at_zero[cols].reset_index(drop=True))
     xs = lambda fig: sorted(x for tr in fig.data if tr.x is not None for x in tr.x if x is not None)  # noqa: E731
-    assert xs(plots.timeline(at_epoch, kinds=["fire"])) == xs(plots.timeline(at_zero, kinds=["fire"]))
+    assert xs(plots.timeline(at_epoch, kinds=["fire"])) == xs(plots.timeline(at_zero, kinds=["fire"])) == [502]
+    both = {"epoch": at_epoch, "zero": at_zero}
+    assert xs(plots.compare(both, kinds=["fire"])) == [502, 502]
+    assert xs(plots.compare(both, kinds=["fire"], align="first_request")) == [2, 2]  # the call came at 500
 
 
 def test_configure_still_works_after_the_clock_start_row():
