@@ -4,7 +4,7 @@ from ._kernel import Kernel
 from .runtime import AlarmInfo, DurableObject, DurableObjectState, Future, Inspector, Simulation, Stub, Task
 from .facets import AlarmProxyParent, facet_alarm_state
 from .errors import (
-    ActorBroken, AlarmkitError, AlarmTimeError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError,
+    Aborted, ActorBroken, AlarmkitError, AlarmTimeError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError,
     HandlerTimeout, InjectedError, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
     RunawayError, ScenarioError, SqlError, UncountedFailure, WorkerdError,
 )
@@ -25,5 +25,5 @@ __all__ = [
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
-    "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
+    "Aborted", "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
 ]

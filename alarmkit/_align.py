@@ -7,7 +7,7 @@ import pandas as pd
 
 from .errors import AlarmkitError
 
-__all__ = ["TIME_COLS", "first_request_ms", "align"]
+__all__ = ["TIME_COLS", "first_request_ms", "align", "since_clock_start"]
 
 TIME_COLS = ("t_ms", "scheduled_ms", "prev_scheduled_ms")
 
@@ -23,7 +23,21 @@ def align(events: pd.DataFrame) -> pd.DataFrame:
     if events.empty:
         raise AlarmkitError("no events to align; Journal.events(run_id) of this run is empty")
     t0 = first_request_ms(events)
-    out = events.copy()
+    out = events[events["kind"] != "clock_start"].copy()  # counted from the first request now, not the clock's start
     for col in TIME_COLS:
         out[col] = out[col] - t0
+    return out
+
+
+def since_clock_start(events: pd.DataFrame) -> pd.DataFrame:
+    """The events with each run's times counted from its ``clock_start`` event (a ``Simulation(start_ms=...)``
+    at a real epoch journals one); runs without one (a clock from 0) are returned as they are."""
+    starts = events["kind"] == "clock_start"
+    if not starts.any():
+        return events
+    runs = events["run_id"].astype("Float64").fillna(-1)
+    offset = runs.map(events.loc[starts, "t_ms"].groupby(runs[starts]).first()).fillna(0).astype("int64")
+    out = events.copy()
+    for col in TIME_COLS:
+        out[col] = out[col] - offset
     return out

@@ -135,7 +135,7 @@ class CelldScheduler:
         self.firing[host] = gen
         self.sim.deliver(host, row.at, row.counted, self._finished_cb, (host, self.epoch, gen, row.at))
 
-    def _finished(self, fire: tuple, ok: bool, counted: bool) -> None:
+    def _finished(self, fire: tuple, ok: bool, counted: bool, retry: bool = True) -> None:
         host, epoch, gen, at = fire
         if epoch != self.epoch:
             return  # the runtime restarted while the handler ran: the row is reloaded as it was
@@ -147,10 +147,11 @@ class CelldScheduler:
         if row.gen != gen:
             self._arm_timer(host)  # re-armed during the handler: the new arm wins
             return
-        if ok:
+        if ok or not retry:  # not retry: ctx.abort(retry_alarm=False), as workerd (modelled, not measured on celld)
             del self.rows[host]  # at_ms and generation unchanged: the alarm is consumed
             self._uncover(host)
-            self.sim.faults.after_success(host, at)
+            if ok:
+                self.sim.faults.after_success(host, at)
             return
         prof = self.profile
         if counted and row.counted >= prof.retry_max_tries:

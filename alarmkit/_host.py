@@ -12,7 +12,7 @@ from ._checks import text
 from ._kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
-from .errors import AlarmkitError, InjectedError, ObjectCrashed
+from .errors import Aborted, AlarmkitError, InjectedError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runtime import Namespace, Simulation
@@ -37,7 +37,7 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "code", "__weakref__",
+        "code", "locks", "unlocked", "starting", "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -59,6 +59,11 @@ class Host:
         self.parent = parent
         self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
         self.code = sim.buffer.register(namespace.binding, self.label)  # what the journal buffer logs
+        # workerd's input gate: storage reads in flight, and delivered events whose code has not started
+        # yet (JavaScript runs a call up to its first await at once); new deliveries wait while any
+        self.locks = 0
+        self.starting: set[Task] = set()  # delivered tasks holding a lock until their first step ends
+        self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
 
     def __repr__(self) -> str:
         return f"<Host {self.label}>"
@@ -105,6 +110,11 @@ class Host:
         self.instance = None
         self.ctx = None
         self.gate = None
+        self.locks = 0
+        self.starting.clear()
+        if self.unlocked is not None:  # held deliveries wake, find the instance gone and fail
+            unlocked, self.unlocked = self.unlocked, None
+            unlocked.set_result(None)
         self.sim.kernel.cancel(self.idle_timer)
         self.idle_timer = None
         tasks, self.tasks = self.tasks, {}
@@ -117,6 +127,15 @@ class Host:
     def crash(self, reason: str) -> None:
         self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
         self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
+
+    def abort(self, reason: str, retry_alarm: bool) -> Aborted:
+        """``ctx.abort``: journal ``aborted`` and drop the instance (uncommitted writes are lost, as in a
+        crash); every task in it, the caller's included, fails with the returned ``Aborted``."""
+        err = Aborted(f"object {self.label} was aborted: {reason}", retry_alarm)
+        self.sim.log("aborted", self, None, None, None,
+                     {"reason": reason, "retry_alarm": retry_alarm, "tasks": [t.name for t in self.tasks]})
+        self.drop(err)
+        return err
 
     def interrupted(self, err: BaseException, where: str) -> ObjectCrashed:
         """A KeyboardInterrupt or SystemExit left user code running in this object: journaled as a
@@ -162,10 +181,14 @@ class Host:
     def _task_done(self, task: Task) -> None:
         if self.tasks.pop(task, _UNSET) is _UNSET:
             return  # killed with its instance
+        if self.starting:
+            self._started(task)
         self.commit()
         self._touch()
 
     def _on_suspend(self, task: Task) -> None:
+        if self.starting:
+            self._started(task)
         if self.sim.faults.crash_at_suspend(self, task):
             self.crash(f"injected at await {task.awaits} of {task.name}")
         else:
@@ -222,13 +245,53 @@ class Host:
         return task
 
     async def wait_gate(self) -> None:
-        while self.gate is not None:
+        """Wait until an event may be delivered: no ``block_concurrency_while`` running and no storage
+        read in flight (workerd's input gate; a write or an external wait such as ``ctx.sleep`` lets
+        other events in)."""
+        while self.gate is not None or self.locks:
+            if self.gate is None:
+                if self.unlocked is None:
+                    self.unlocked = Future()
+                await self.unlocked
+                self.check_alive()
+                continue
             gate = self.gate
             try:
                 await gate
             except Exception:
                 pass
             self.check_alive()
+
+    def read(self, value: Any) -> Future:
+        """The awaitable of a storage read whose ``value`` is known: it resolves as a microtask, and
+        until then the input gate holds new calls and alarm deliveries (``wait_gate``)."""
+        self.locks += 1
+        fut = Future()
+        self.sim.kernel.call_soon(self._read_done, fut, value, self.ctx)
+        return fut
+
+    def _read_done(self, fut: Future, value: Any, ctx: Any) -> None:
+        fut.set_result(value)  # the reader's continuation runs first: a second read locks the gate again
+        if ctx is self.ctx:  # else the instance that read died meanwhile: drop() reset the locks
+            self.unlock()
+
+    def lock_until_started(self, task: Task) -> None:
+        """``task`` (a delivered call or alarm) has not run yet: hold later deliveries until its first
+        step ends (its first suspension or its end), so a read at its start locks the gate in time."""
+        if not task.awaits and not task.done():
+            self.locks += 1
+            self.starting.add(task)
+
+    def _started(self, task: Task) -> None:
+        if task in self.starting:
+            self.starting.discard(task)
+            self.unlock()
+
+    def unlock(self) -> None:
+        self.locks -= 1
+        if not self.locks and self.unlocked is not None:
+            unlocked, self.unlocked = self.unlocked, None
+            unlocked.set_result(None)
 
     # -- effects --------------------------------------------------------------------------
     def effect(self, name: str, key: Any, detail: dict) -> Future:

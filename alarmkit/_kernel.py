@@ -199,7 +199,8 @@ class Kernel:
     ``run()`` and ``run_until_complete()`` stop runaway work with ``RunawayError``: see ``_budget``.
     """
 
-    def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS) -> None:
+    def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS,
+                 start_ms: int = 0) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise AlarmkitError(f"seed must be an int, got {seed!r}")
         if not 0 <= seed <= SEED_MAX:  # random.Random(-n) is random.Random(n); journals keep seeds as BIGINT
@@ -208,7 +209,7 @@ class Kernel:
         self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
         self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
         self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
-        self.now: int = 0
+        self.now: int = time_ms("start_ms", start_ms)  # the clock's first reading (epoch ms, or 0)
         self.seed = seed
         self.rng = random.Random(seed)
         self._heap: list[list] = []
@@ -281,7 +282,7 @@ class Kernel:
 
     def gather(self, *aws: Any) -> Future:
         """A future of the list of results, in order; the first failure fails it."""
-        futs = [a if isinstance(a, Future) else self.spawn(_as_coro(a)) for a in aws]
+        futs = [a if isinstance(a, Future) else self.spawn(as_coro(a)) for a in aws]
         out = Future()
         results: list[Any] = [None] * len(futs)
         left = [len(futs)]
@@ -387,7 +388,7 @@ class Kernel:
         """
         if limit is not None:
             limit = time_ms("call(limit=...)", limit)
-        fut = aw if isinstance(aw, Future) else self.spawn(_as_coro(aw), name="main")
+        fut = aw if isinstance(aw, Future) else self.spawn(as_coro(aw), name="main")
         start = self.now
         end = limit if limit is not None else NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
         steps = self.step_limit or NO_LIMIT
@@ -428,7 +429,8 @@ async def wrap_awaitable(aw: Any) -> Any:
     return await aw
 
 
-def _as_coro(aw: Any):
+def as_coro(aw: Any):
+    """``aw`` as a coroutine the kernel can drive (a coroutine itself, or one awaiting it)."""
     if hasattr(aw, "send") and hasattr(aw, "throw"):
         return aw
     if hasattr(aw, "__await__"):

@@ -18,10 +18,10 @@ class                kinds (who writes them)
                      and ``revival`` (the guestbook keepalive's fire found owed work)
 ``effect``           ``effect`` (first run of a (name, key) in the run)
 ``duplicate effect`` an ``effect`` whose (name, key) already ran in the run (not a journal kind)
-``crash``            ``crash``, ``facet_broken``, ``actor_broken``
+``crash``            ``crash``, ``facet_broken``, ``actor_broken``, ``aborted`` (``ctx.abort``)
 ``fault``            ``fault``
 ``restart``          ``restart``
-``lifecycle``        ``construct``, ``call``, ``evict``, ``bucket``
+``lifecycle``        ``construct``, ``call``, ``evict``, ``bucket``, ``clock_start`` (a clock from an epoch)
 ===================  ==========================================================================
 
 Every other kind counts under its own name: the keepalive's ``keepalive_arm``/``_disarm``/``_fire``
@@ -47,10 +47,11 @@ CLASS_OF: dict[str, str] = {
     "revive": "revived", "revival": "revived",
     "effect": "effect",
     DUPLICATE: DUPLICATE,
-    "crash": "crash", "facet_broken": "crash", "actor_broken": "crash",
+    "crash": "crash", "facet_broken": "crash", "actor_broken": "crash", "aborted": "crash",
     "fault": "fault",
     "restart": "restart",
     "construct": "lifecycle", "call": "lifecycle", "evict": "lifecycle", "bucket": "lifecycle",
+    "clock_start": "lifecycle",
 }
 
 

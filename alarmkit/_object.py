@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
-from ._checks import MAX_MS, shown
-from ._kernel import Future
+from ._checks import MAX_MS, shown, text
+from ._kernel import Future, as_coro
 from ._storage import Cursor
 from .errors import AlarmkitError, AlarmTimeError
 
@@ -103,10 +103,11 @@ class Storage:
 
     # -- KV (values are JSON-serialisable) ----------------------------------------------------
     def get(self, key: str | list[str]) -> Future:
+        """A read: until it resolves, workerd's input gate holds new calls and alarms to this object."""
         db = self._live()
         if isinstance(key, list):
-            return self._done({k: v for k in key if (v := db.kv_get(k)) is not None})
-        return self._done(db.kv_get(key))
+            return self._host.read({k: v for k in key if (v := db.kv_get(k)) is not None})
+        return self._host.read(db.kv_get(key))
 
     def put(self, key: str | dict[str, Any], value: Any = None) -> Future:
         db = self._live()
@@ -121,7 +122,14 @@ class Storage:
         return self._done(db.kv_delete(key))
 
     def list(self, prefix: str = "") -> Future:
-        return self._done(self._live().kv_list(prefix))
+        """A read, as ``get``."""
+        return self._host.read(self._live().kv_list(prefix))
+
+    def sync(self) -> Future:
+        """``await storage.sync()``: resolves once every write made so far is durable. Awaiting it
+        suspends the task, which commits its writes (a commit point); an instance that dies before
+        it resolves (crash, eviction, a facet deleted) never sees it resolve, and loses no committed write."""
+        return self._done(None)
 
     def transaction_sync(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` atomically: if it raises, its writes are rolled back and the error propagates."""
@@ -199,7 +207,19 @@ class DurableObjectState:
         object's tasks, committing at its awaits and dying with the instance. Returns the task."""
         host = self._host
         host.check_alive()
-        return host.spawn(aw, name)
+        return host.spawn(as_coro(aw), name)
+
+    def wait_until(self, aw: Any) -> None:
+        """``ctx.waitUntil(promise)``: start ``aw`` now as the object's own background work; the object
+        is not evicted as idle until it settles, and it dies with the instance. Returns nothing."""
+        self.start(aw, "wait_until")
+
+    def gather(self, *aws: Any) -> Future:
+        """Start each awaitable (a stub call, a coroutine) now as one of this object's tasks and return
+        one future of the list of their results, in order; the first failure fails it."""
+        host = self._host
+        host.check_alive()
+        return self._kernel.gather(*(a if isinstance(a, Future) else host.spawn(as_coro(a), "gather") for a in aws))
 
     def call_parent(self, method: str, *args: Any, name: str | None = None) -> Any:
         """A facet's RPC into its hosting parent's ``method(*args)``, started now as one of the facet's
@@ -209,6 +229,17 @@ class DurableObjectState:
         if host.parent is None:
             raise AlarmkitError(f"{host.label} is a root object: call_parent is for facets; use a stub instead")
         return host.spawn(host.sim.rpc(host.parent, method, args, {}), name or f"parent:{method}")
+
+    def abort(self, reason: str = "aborted", retry_alarm: bool = True) -> None:
+        """``ctx.abort(reason, {retryAlarm})`` (workerd PR 6996): reset the object now. Uncommitted writes
+        are lost, every call in flight fails with ``Aborted``, and so does the caller (this never returns).
+        An ``alarm()`` running in the object fails too: retried as a counted failure, or with
+        ``retry_alarm=False`` not retried (its alarm is cleared, as after a success)."""
+        host = self._host
+        host.check_alive()
+        if not isinstance(retry_alarm, bool):
+            raise AlarmkitError(f"ctx.abort(retry_alarm=...) must be True or False, got {retry_alarm!r}")
+        raise host.abort(text("ctx.abort(reason)", reason), retry_alarm)
 
     def journal_event(self, kind: str, *, scheduled_ms: int | None = None, prev_ms: int | None = None,
                       retry_count: int | None = None, detail: dict | None = None) -> None:

@@ -19,11 +19,11 @@ from ._celld import CelldScheduler
 from ._facets import facets_of
 from ._host import Host, describe, on_interrupt
 from ._stubs import Env, Inspector, Namespace, Stub
-from ._kernel import Future, Kernel, Task, wrap_awaitable
+from ._kernel import Future, Kernel, Task, as_coro, wrap_awaitable
 from ._object import AlarmInfo, DurableObjectState, ObjectId
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
-from .errors import AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
+from .errors import Aborted, AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
 from .faults import Faults
 from .profiles import Profile, get_profile
 
@@ -50,12 +50,17 @@ class Simulation:
         faults: Faults | None = None,
         step_limit: int | None = STEP_LIMIT,
         time_limit_ms: int | None = TIME_LIMIT_MS,
+        start_ms: int = 0,
         **profile_changes: Any,
     ) -> None:
-        """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``)."""
+        """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``).
+        ``start_ms`` is the clock's first reading, in 0..2**53: 0 (the default), or a real epoch such as
+        ``1_767_225_600_000`` so ``Date.now()``-style values look real; the journal then opens with a
+        ``clock_start`` event that figures subtract, so they show time since the start either way."""
         prof = get_profile(profile)
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
-        self.kernel = Kernel(seed, step_limit, time_limit_ms)
+        self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
+        self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
         self.seed = seed
         self.faults = faults or Faults()
@@ -79,6 +84,8 @@ class Simulation:
         self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
+        if self.start_ms:
+            self.log("clock_start", None, None, None, None, {"start_ms": self.start_ms})
         self.faults.install(self)
 
     def _make_scheduler(self) -> AlarmBackend:
@@ -90,7 +97,7 @@ class Simulation:
     def configure(self, **profile_changes: Any) -> None:
         """Change profile settings (``Profile.replace`` names) before anything has happened (no event
         journaled yet); the alarm scheduler is made again for the new profile. Raises AlarmkitError after."""
-        if self.buffer.seq0 + len(self.buffer) > 1:
+        if self.buffer.seq0 + len(self.buffer) > 1 + (self.start_ms != 0):  # clock_start is not an event that ran
             raise AlarmkitError(
                 f"configure({', '.join(sorted(profile_changes))}=...) must come before anything has run "
                 f"(this simulation has journaled events); pass the settings to Simulation(...) instead"
@@ -134,8 +141,14 @@ class Simulation:
 
     def spawn(self, aw: Any, name: str = "task") -> Task:
         """Start ``aw`` (e.g. ``stub.deliver(batch)``) now without waiting for it; the returned task
-        has ``done()``, ``result()``, ``exception()`` and ``add_done_callback(fn)``."""
-        return self.kernel.spawn(aw, name)
+        has ``done()``, ``result()``, ``exception()`` and ``add_done_callback(fn)``. A stub call
+        starts only when spawned or awaited (see docs/scenario-api.md, "Concurrent calls")."""
+        return self.kernel.spawn(as_coro(aw), name)
+
+    def gather(self, *aws: Any) -> Future:
+        """Start every awaitable not started yet (in order, now) and return one future of the list of
+        their results; the first failure fails it. ``sim.call(sim.gather(a.m(), b.m()))`` runs both."""
+        return self.kernel.gather(*aws)
 
     def journal_event(self, kind: str, stub: Stub | None = None, *, scheduled_ms: int | None = None,
                       prev_ms: int | None = None, retry_count: int | None = None, detail: dict | None = None) -> None:
@@ -202,7 +215,9 @@ class Simulation:
             host.interrupted(err, f"rpc:{method}")
             raise
         if inspect.isawaitable(result):
-            value = await host.spawn(wrap_awaitable(result), f"rpc:{method}")
+            task = host.spawn(wrap_awaitable(result), f"rpc:{method}")
+            host.lock_until_started(task)
+            value = await task
         else:
             host.commit()
             value = result
@@ -219,9 +234,9 @@ class Simulation:
         buf += (now, host.code, "fire", scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{now - scheduled}}}')
         if len(buf) >= self._flush_len:
             self._auto_flush()
-        if host.instance is not None and host.gate is None:
+        if host.instance is not None and host.gate is None and not host.locks:
             self._start_handler(host, scheduled, retry_count, n, done, token)
-        else:  # asleep or gated: the constructor (and its block_concurrency_while) runs first
+        else:  # asleep or gated (a read in flight): the constructor (and its block_concurrency_while) runs first
             self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done, token), "deliver")
 
     async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
@@ -260,6 +275,7 @@ class Simulation:
         host.tasks[task] = None
         task._callbacks = [self._alarm_done_cb]
         self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
+        host.lock_until_started(task)  # else (a microtask was waiting): the input gate holds others till it runs
         if not task.done():
             self._watch(task)  # one that finished without suspending cannot overrun its limit
 
@@ -279,6 +295,10 @@ class Simulation:
 
     def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any) -> None:
         counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
+        if err.__class__ is Aborted and not err.retry_alarm:  # ctx.abort(reason, retry_alarm=False)
+            self.log("handler_error", host, scheduled, None, retry_count, {**_error(err, False), "retry": False})
+            done(token, False, False, False)
+            return
         self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted))
         done(token, False, counted)
 

@@ -156,7 +156,7 @@ class WorkerdScheduler:
             entry.consume = True
         self.sim.deliver(host, entry.at, entry.counted, self._finished_cb, entry)
 
-    def _finished(self, entry: Entry, ok: bool, counted: bool) -> None:
+    def _finished(self, entry: Entry, ok: bool, counted: bool, retry: bool = True) -> None:
         host = entry.host
         if self.entries.get(host) is not entry:
             return  # the runtime restarted while the handler ran
@@ -176,10 +176,11 @@ class WorkerdScheduler:
             self._arm_timer(entry, at if at > self.kernel.now else self.kernel.now)
             return
         entry.status = FINISHED
-        if ok:
+        if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does
             self.rows.pop(host, None)
             del self.entries[host]
-            self.sim.faults.after_success(host, entry.at)
+            if ok:
+                self.sim.faults.after_success(host, entry.at)
             return
         if entry.counted >= self.profile.retry_max_tries:
             self.rows.pop(host, None)

@@ -156,11 +156,13 @@ class Database:
                 "store dicts, lists, strings, numbers, bools or None"
             ) from None
         self._kv()
+        self._begin()  # a write joins the implicit transaction (without it, autocommit: a crash kept it)
         self.conn.execute("INSERT OR REPLACE INTO _cf_KV (key, value) VALUES (?, ?)", (key, text))
 
     def kv_delete(self, key: str) -> bool:
         _check_key(key)
         self._kv()
+        self._begin()
         return self.conn.execute("DELETE FROM _cf_KV WHERE key = ?", (key,)).rowcount > 0
 
     def kv_list(self, prefix: str = "") -> dict[str, Any]:

@@ -7,6 +7,7 @@ __all__ = [
     "AlarmkitError",
     "InternalError",
     "ObjectCrashed",
+    "Aborted",
     "HandlerTimeout",
     "JournalLocked",
     "ScenarioError",
@@ -38,6 +39,15 @@ class InternalError(AlarmkitError):
 # -- the runtime ---------------------------------------------------------------------------------------------
 class ObjectCrashed(AlarmkitError):
     """The process hosting an object died while a call or handler was running in it."""
+
+
+class Aborted(AlarmkitError):
+    """``ctx.abort(reason)`` reset the object: its calls in flight and a running ``alarm()`` fail with
+    this; ``retry_alarm`` says whether that ``alarm()`` is retried (a counted failure) or not."""
+
+    def __init__(self, message: str, retry_alarm: bool = True) -> None:
+        super().__init__(message)
+        self.retry_alarm = retry_alarm
 
 
 class HandlerTimeout(AlarmkitError):

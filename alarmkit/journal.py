@@ -32,6 +32,8 @@ EVENT_KINDS = [
     # facets, the alarm proxy, the guestbook keepalive, celld (docs/readme-parts/facets-celld.md)
     "facet_broken", "actor_broken", "proxy_arm", "proxy_deliver", "keepalive_arm", "keepalive_disarm",
     "keepalive_fire", "revival", "deploy", "wake", "bucket",
+    # Simulation(start_ms=...) at a real epoch; ctx.abort(reason, retry_alarm=...) (docs/runtime.md)
+    "clock_start", "aborted",
 ]
 
 # DuckDB's row group is 122,880 rows. Appends smaller than one cost about 3x more per row (duckdb

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._align import align as align_first_request
+from ._align import align as align_first_request, since_clock_start
 from ._drawing import _build
 from ._timeline import (
     BLACK, BLUE, DETAIL_LIMIT, DUPLICATE, GL_THRESHOLD, GREEN, KIND_STYLE, ORANGE, OVERVIEW_THRESHOLD, PURPLE, SKY,
@@ -45,7 +45,7 @@ def _pick(df: pd.DataFrame, col: str, wanted: Iterable | None, noun: str, known:
 
 
 def _select(events, objects=None, kinds=None, runs=None, window=None) -> pd.DataFrame:
-    df = _check(events)
+    df = since_clock_start(_check(events))  # a clock started at a real epoch: time since its start
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if kinds is not None:
         known = list(dict.fromkeys([*EVENT_KINDS, *df["kind"].unique()]))  # other modules journal kinds of their own

@@ -25,7 +25,8 @@ class Latency:
     ``fixed``: always ``ms``. ``uniform``: uniform integer in ``[lo, hi]``. ``failover``: like
     ``uniform`` but with probability ``p`` a fire is late by up to ``max_ms`` (the documented
     "can be delayed by up to a minute due to maintenance or failures while failover takes
-    place", Cloudflare Durable Objects storage API docs).
+    place", Cloudflare Durable Objects storage API docs). ``empirical``: one of ``values``, each
+    equally likely (a measured sample replayed, seeded by the simulation's seed).
     """
 
     kind: str = "fixed"
@@ -34,6 +35,14 @@ class Latency:
     hi: int = 0
     p: float = 0.0
     max_ms: int = 60_000
+    values: tuple = ()
+
+    @classmethod
+    def empirical(cls, values) -> Latency:
+        vals = tuple(values) if isinstance(values, (list, tuple)) else None
+        if not vals:
+            raise AlarmkitError(f"empirical latency needs a non-empty list of ms values, got {values!r}")
+        return cls("empirical", values=tuple(_nonneg("values[]", v) for v in vals))
 
     @classmethod
     def fixed(cls, ms: int) -> Latency:
@@ -56,14 +65,17 @@ class Latency:
             return self.ms
         if self.kind == "uniform":
             return rng.randint(self.lo, self.hi)
+        if self.kind == "empirical":
+            return self.values[rng.randrange(len(self.values))]
         if self.kind == "failover":
             if rng.random() < self.p:
                 return rng.randint(self.hi, self.max_ms)
             return rng.randint(self.lo, self.hi)
-        raise AlarmkitError(f"unknown latency kind {self.kind!r}; use fixed, uniform or failover")
+        raise AlarmkitError(f"unknown latency kind {self.kind!r}; use fixed, uniform, failover or empirical")
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v != Latency.__dataclass_fields__[k].default or k == "kind"}
+        return {k: list(v) if k == "values" else v for k, v in dataclasses.asdict(self).items()
+                if v != Latency.__dataclass_fields__[k].default or k == "kind"}
 
     @classmethod
     def from_value(cls, value: Any) -> Latency:
@@ -75,7 +87,7 @@ class Latency:
         if isinstance(value, dict):
             kind = value.get("kind", "fixed")
             args = {k: v for k, v in value.items() if k != "kind"}
-            makers = {"fixed": cls.fixed, "uniform": cls.uniform, "failover": cls.failover}
+            makers = {"fixed": cls.fixed, "uniform": cls.uniform, "failover": cls.failover, "empirical": cls.empirical}
             if kind not in makers:
                 raise AlarmkitError(f"unknown latency kind {kind!r}; use one of {sorted(makers)}")
             try:
@@ -215,17 +227,26 @@ def _is_date(value: Any) -> bool:
         return False
     return True
 
+# workerd-local's fire latency: how late (fire - scheduledTime, ms) each of the 27 ordinary first fires
+# was in the reference run alarmkit/calibrate/data/calibration-workerd-1.20261117.1.duckdb as committed in
+# git 1d27644 (npm workerd@1.20261117.1 on a quiet machine; retry_count 0, a future alarm, no restart, no
+# wake of an evicted object, no overlap probe: tests/test_latency_measured.py recomputes it from that
+# file): median 1 ms, 0..13 ms, replayed seeded. The reference recorded next, under load, saw median 2, up to 74
+
+MEASURED_FIRST_FIRES_MS = (0, 0, *[1] * 20, 2, 2, 2, 3, 13)
 
 # every built-in profile, here and nowhere else; read-only (a variant is Profile.replace(...))
 PROFILES: Mapping[str, Profile] = MappingProxyType({
     "workerd": Profile(name="workerd", version="1.20261117.1"),
     "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
-    # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s. On the same build
-    # a re-arm at the running alarm's own time was reported to stall (workerd issue 6866), and ctx.id.name
-    # was present in a cold-woken alarm() under both compatibility dates tried (see Profile)
-    "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, rearm_at_now="same-time-unfired",
-                             id_name_since=None, version="1.20261117.1"),
+    # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s. Its fire latency
+    # is the measured sample above; "workerd" keeps the fixed 2 ms (production's is not measured here).
+    # On the same build a re-arm at the running alarm's own time was reported to stall (workerd issue 6866),
+    # and ctx.id.name was present in a cold-woken alarm() under both compatibility dates tried (see Profile)
+    "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, version="1.20261117.1",
+                             fire_latency=Latency.empirical(MEASURED_FIRST_FIRES_MS),
+                             rearm_at_now="same-time-unfired", id_name_since=None),
     # celld (denoland/celld v0.3.0, snapshot 2026-08-20; its scheduler is alarmkit/_celld.py)
     "celld": Profile(
         name="celld",

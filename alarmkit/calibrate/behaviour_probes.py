@@ -133,6 +133,45 @@ def probe_set_throw(wd: WorkerdProcess, delay_ms: int = 1000, observe_s: Optiona
     }
 
 
+def probe_abort(wd: WorkerdProcess, retry_alarm: bool = True, observe_s: float = 6.0) -> dict:
+    """alarm() calls ctx.abort(reason, {retryAlarm}) once (after storage.sync()): is there a retry?"""
+    obj = new_name(wd, f"probe-abort-{'retry' if retry_alarm else 'noretry'}")
+    wd.probe("config", obj, mode="abort", throws_left=1, retry_alarm=retry_alarm)
+    wd.probe("arm", obj, rel=100)
+    wd.sleep(observe_s)
+    ev = probe_events(wd, obj)
+    after = wd.probe("get", obj)
+    t0 = anchor_t(ev)
+    rel = rel_events(ev, t0)
+    att = attempt_rows(rel)
+    aborts = of_kind(rel, "abort")
+    return {
+        "probe": "abort", "obj": obj, "t0_ms": t0, "retry_alarm": retry_alarm, "observe_s": observe_s,
+        "attempts": att, "fires": len(att), "retry_counts": [a["retry_count"] for a in att],
+        "aborts_journaled": len(aborts),  # rows written before abort() and synced: they survive the reset
+        "retry_after_abort_ms": (att[1]["t"] - aborts[0]["t"]) if len(att) > 1 and aborts else None,
+        "alarm_after": after["alarm"],
+        "events": rel,
+    }
+
+
+def probe_gate(wd: WorkerdProcess) -> dict:
+    """Two calls to one object at once, each a read-modify-write (get, then put): does the second
+    read wait for the first call's write (workerd's input gate), or is an update lost?"""
+    obj = new_name(wd, "probe-gate")
+    r = wd.get("/gate", {"obj": obj})
+    ev = probe_events(wd, obj)
+    t0 = anchor_t(ev, "bump_read")
+    rel = rel_events(ev, t0)
+    bumps = [e for e in rel if e["kind"] in ("bump_read", "bump_write")]
+    out = {"probe": "gate", "obj": obj, "t0_ms": t0, "results": r.get("results"),
+           "order": [f"{e['kind']}:{e['detail'].get('tag')}" for e in bumps],
+           "span_ms": bumps[-1]["t"] - bumps[0]["t"] if bumps else None, "events": rel}
+    if "error" in r:
+        out["error"] = r["error"]
+    return out
+
+
 def probe_overlap(wd: WorkerdProcess, variant: str = "inside", sleep_ms: int = 300, second_ms: int = 50) -> dict:
     """Does a second alarm() start while the first awaits a timer?
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .behaviour_probes import (
-    probe_bad_values, probe_delete_throw, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry,
+    probe_abort, probe_bad_values, probe_delete_throw, probe_gate, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry,
     probe_overlap, probe_past, probe_restart_pending, probe_set_throw, probe_twice,
 )
 from .lab_probes import (
@@ -55,6 +55,9 @@ PROBES: dict[str, ProbeSpec] = {
     "delete_throw": ProbeSpec(probe_delete_throw, {}),
     "set_throw": ProbeSpec(probe_set_throw, {"delay_ms": 1000}),
     "set_throw_late": ProbeSpec(probe_set_throw, {"delay_ms": 4000}),
+    "gate": ProbeSpec(probe_gate, {}),
+    "abort_retry": ProbeSpec(probe_abort, {"retry_alarm": True}),
+    "abort_no_retry": ProbeSpec(probe_abort, {"retry_alarm": False, "observe_s": 9.0}),
     "overlap_inside": ProbeSpec(probe_overlap, {"variant": "inside"}),
     "overlap_outside": ProbeSpec(probe_overlap, {"variant": "outside", "sleep_ms": 600}),
     "lateness": ProbeSpec(probe_lateness, {}),

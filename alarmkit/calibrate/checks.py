@@ -194,6 +194,15 @@ def _facts_set_throw(r):
             [s["get_after"] == s["requested"] for s in r["inner_set"]], "alarm after": r["alarm_after"]}
 
 
+def _facts_abort(r):
+    return {**_ledger(r), "abort rows kept (synced before the reset)": r["aborts_journaled"],
+            "alarm after": r["alarm_after"]}
+
+
+def _facts_gate(r):
+    return {"results (no lost update: [1, 2])": r["results"], "reads and writes in order": r["order"]}
+
+
 def _facts_overlap(r):
     runs = r["runs"]
     last_set = r["second_set"][-1]["requested"] if r["second_set"] else None
@@ -255,6 +264,7 @@ FACTS: dict[str, Callable[[dict], dict]] = {
     "wake_evicted": _facts_wake, "getalarm": _facts_getalarm, "bad_values": _facts_bad, "past": _facts_past,
     "twice_later": _facts_twice, "twice_earlier_same_turn": _facts_twice, "delete_throw": _facts_delete_throw,
     "set_throw": _facts_set_throw, "set_throw_late": _facts_set_throw, "overlap_inside": _facts_overlap,
+    "abort_retry": _facts_abort, "abort_no_retry": _facts_abort, "gate": _facts_gate,
     "overlap_outside": _facts_overlap, "lateness": _facts_lateness, "outside_retry_earlier": _facts_outside,
     "outside_retry_later": _facts_outside, "outside_retry_delete": _facts_outside, "facet": _facts_facet,
     "restart_past_due": _facts_restart, "restart_future": _facts_restart,
@@ -306,6 +316,12 @@ def _t_set_throw(r, b):
     return [*_lateness(r, b)[:1], ("second run - inner setAlarm time", att[1]["t"] - inner[0]["requested"], b.late())]
 
 
+def _t_abort(r, b):
+    if not r["retry_alarm"]:
+        return _lateness(r, b)[:1]
+    return [*_lateness(r, b)[:1], ("retry wait after the abort", r["retry_after_abort_ms"], b.retry(0))]
+
+
 def _t_overlap(r, b):
     return [("second start - first end", r["second_start_minus_first_end_ms"], b.late())]
 
@@ -339,7 +355,8 @@ TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
     "exhaustion": _t_exhaustion, "revival": _t_revival, "revival_quick": _t_revival, "wake_evicted": _t_wake,
     "getalarm": _lateness, "past": _t_past, "twice_later": _t_twice,
     "twice_earlier_same_turn": _t_twice, "delete_throw": _lateness, "set_throw": _t_set_throw,
-    "set_throw_late": _t_set_throw, "overlap_inside": _t_overlap, "overlap_outside": _t_overlap,
+    "set_throw_late": _t_set_throw, "gate": lambda r, b: [("first read to last write", r["span_ms"], b.late())],
+    "abort_retry": _t_abort, "abort_no_retry": _t_abort, "overlap_inside": _t_overlap, "overlap_outside": _t_overlap,
     "lateness": _t_lateness, "outside_retry_earlier": _t_outside, "outside_retry_later": _t_outside,
     "restart_past_due": _t_restart, "restart_future": _t_restart,
 }

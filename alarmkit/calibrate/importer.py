@@ -87,6 +87,12 @@ def twin_rows(result: dict) -> list[EventRow]:
             msg = d.get("message") or f"probe injected failure ({d.get('where')}, run {d.get('run')})"
             add(t, obj, "handler_error", last_fire.get(obj), None, rc,
                 {"error": "Error", "message": msg, "counted": True, "where": d.get("where")})
+        elif kind == "abort":  # the twin's row before ctx.abort(reason, {retryAlarm}) in alarm()
+            add(t, obj, "aborted", None, None, None, {"reason": f"probe abort (run {d.get('run')})",
+                                                      "retry_alarm": d.get("retry_alarm")})
+            add(t, obj, "handler_error", last_fire.get(obj), None, rc,
+                {"error": "Aborted", "message": f"probe abort (run {d.get('run')})", "counted": bool(d.get("retry_alarm")),
+                 **({} if d.get("retry_alarm") else {"retry": False})})
         elif kind == "revoke":
             add(t, obj, "effect", detail={"name": "revoke", "key": d.get("id"), "call_no": d.get("call_no")})
         elif kind == "set_alarm":

@@ -130,6 +130,10 @@ class SimWorkerd:
             return self.state(obj)
         if path == "/drop_alarm":
             return self._call(path, lambda: self._stub(obj, "ledger").drop_alarm())
+        if path == "/gate":
+            stub = self._stub(obj, "probe")
+            out = self._call(path, lambda: self.sim.gather(stub.bump("a"), stub.bump("b")))
+            return out if isinstance(out, dict) else {"results": out, "now": self.sim.now}
         if path.startswith("/probe/"):
             return self.probe(path[len("/probe/"):], obj, **p)
         return {"error": "not found", "path": path}

@@ -235,6 +235,13 @@ class TwinProbe(DurableObject):
             if throws_left > 0:
                 await self.set_alarm_j(self.ctx.now() + (cfg.get("delay") or 1000), "handler")
                 do_throw("after_set")
+        elif mode == "abort":
+            if throws_left > 0:
+                self.set_cfg({"throws_left": throws_left - 1})
+                retry_alarm = cfg.get("retry_alarm") is not False
+                journal(self, "abort", **base, detail={"run": run, "retry_alarm": retry_alarm})
+                await storage.sync()  # the journal row and the counter must outlive the reset
+                self.ctx.abort(f"probe abort (run {run})", retry_alarm=retry_alarm)
         elif mode == "sleep" and run == 1:
             if cfg.get("inner_ms") is not None:
                 await self.set_alarm_j(self.ctx.now() + cfg["inner_ms"], "handler")
@@ -245,6 +252,14 @@ class TwinProbe(DurableObject):
 
     async def events(self) -> list[dict]:
         return read_journal(self)
+
+    async def bump(self, tag: str) -> int:
+        """The read-modify-write of the /gate route: two run at once (the input gate probe)."""
+        journal(self, "bump_read", detail={"tag": tag})
+        n = (await self.ctx.storage.get("n")) or 0
+        journal(self, "bump_write", detail={"tag": tag, "n": n + 1})
+        await self.ctx.storage.put("n", n + 1)
+        return n + 1
 
     async def op(self, name: str, p: dict) -> Any:
         now = self.ctx.now()

@@ -202,6 +202,7 @@ export class LeaseLedger extends DurableObject {
 //   mode delete_throw : deleteAlarm() then throw (while throws_left > 0)
 //   mode set_throw    : setAlarm(now+delay) then throw (while throws_left > 0)
 //   mode sleep        : first run only: optionally setAlarm(now+inner_ms), then await sleep_ms
+//   mode abort        : while throws_left > 0: journal, await storage.sync(), ctx.abort(reason, {retryAlarm})
 // ---------------------------------------------------------------------------------------------
 export class Probe extends DurableObject {
   constructor(ctx, env) {
@@ -278,6 +279,14 @@ export class Probe extends DurableObject {
         await this.setAlarmJ(Date.now() + (cfg.delay || 1000), "handler");
         doThrow("after_set");
       }
+    } else if (mode === "abort") {
+      if (throwsLeft > 0) {
+        this.setCfg({ throws_left: throwsLeft - 1 });
+        const retryAlarm = cfg.retry_alarm !== false;
+        journal(this.sql, "abort", { ...base, detail: { run, retry_alarm: retryAlarm } });
+        await this.ctx.storage.sync(); // the journal row and the counter must outlive the reset
+        this.ctx.abort(`probe abort (run ${run})`, { retryAlarm });
+      }
     } else if (mode === "sleep") {
       if (run === 1) {
         if (cfg.inner_ms !== undefined && cfg.inner_ms !== null) await this.setAlarmJ(Date.now() + cfg.inner_ms, "handler");
@@ -291,6 +300,15 @@ export class Probe extends DurableObject {
 
   async events() {
     return readJournal(this.sql);
+  }
+
+  // the read-modify-write of the /gate route: two of these run at once (input gate probe)
+  async bump(tag) {
+    journal(this.sql, "bump_read", { detail: { tag } });
+    const n = (await this.ctx.storage.get("n")) ?? 0;
+    journal(this.sql, "bump_write", { detail: { tag, n: n + 1 } });
+    await this.ctx.storage.put("n", n + 1);
+    return n + 1;
   }
 
   // ---- operations driven from the HTTP routes -----------------------------------------------
@@ -518,6 +536,11 @@ export default {
       }
       if (u.pathname === "/state") return Response.json(await stub.state());
       if (u.pathname === "/drop_alarm") return Response.json(await stub.dropAlarm());
+      if (u.pathname === "/gate") {
+        // two calls to one object started at once (both RPCs start when made, as in JavaScript)
+        const gstub = env.PROBE.get(env.PROBE.idFromName(obj));
+        return Response.json({ results: await Promise.all([gstub.bump("a"), gstub.bump("b")]), now: Date.now() });
+      }
       if (u.pathname.startsWith("/probe/")) {
         const name = u.pathname.slice("/probe/".length);
         const pstub = env.PROBE.get(env.PROBE.idFromName(obj));
