@@ -107,6 +107,18 @@ def esc(text: Any, limit: int | None = None) -> str:
     return html.escape(s, quote=False)
 
 
+def script_json(value: Any) -> str:
+    """``value`` as JSON text for a ``<script type="application/json">`` block: plotly's encoder (numpy
+    arrays as base64 typed arrays) with ``<``, ``>``, ``&`` and the JavaScript line separators written
+    as ``\\u`` escapes, so no string can close the block; the page reads it with ``JSON.parse`` only."""
+    from plotly.io.json import to_json_plotly
+
+    text = to_json_plotly(value)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, safe)  # plotly escapes these too; said here, where the page's escaping lives
+    return text
+
+
 def fmt_ms(ms: float) -> str:
     """Exact, readable virtual time: ``850 ms``, ``3.072 s``, ``139.974 s``, ``12 min 5 s``, ``1 h 0 min 5 s``."""
     ms = int(ms)
