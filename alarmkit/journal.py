@@ -236,6 +236,42 @@ class Journal:
              int(run_id)],
         )
 
+    def add_runs(self, runs: list[dict]) -> list[int]:
+        """Several finished runs at once (an exploration's chunk): each a dict of ``start_run``'s and
+        ``end_run``'s arguments plus ``events`` (``EventRow`` values). Their runs rows and events go in
+        one transaction and one insert: per run, the four statements of start_run, write_events and
+        end_run cost ~25 ms in a file, mostly commits, 5x the runs themselves in ``explore --db``.
+        Returns the run ids. A batch that fails is rolled back and written run by run, so a failure
+        keeps its events in ``unwritten`` as ``write_events`` does."""
+        self._writable("start a run")
+        con = self.con  # the batch in flight, if any, is in first
+        first = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()[0]
+        ids = list(range(first, first + len(runs)))
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        rows = [[i, r["scenario"], r["profile"], r["seed"], json.dumps(r["params"], default=str), _dump(r.get("faults")),
+                 now, bool(r.get("complete", True)), now,
+                 None if r.get("applied") is None else _dump(r["applied"]),
+                 None if r.get("unapplied") is None else _dump(r["unapplied"])] for i, r in zip(ids, runs)]
+        try:
+            tables = [_arrow(i, r["events"]) for i, r in zip(ids, runs) if r.get("events")]
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.executemany("INSERT INTO runs (run_id, scenario, profile, seed, params, faults, started_at, complete, "
+                                "ended_at, faults_applied, faults_unapplied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                if tables:
+                    con.from_arrow(pa.concat_tables(tables)).insert_into("events")
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        except (duckdb.Error, pa.ArrowException, TypeError, ValueError, OverflowError):
+            ids = []
+            for r in runs:  # one by one: the same rows, or the same kept events and error as write_events
+                ids.append(self.start_run(r["scenario"], r["profile"], r["seed"], r["params"], r.get("faults")))
+                self.write_events(ids[-1], r.get("events") or [])
+                self.end_run(ids[-1], r.get("complete", True), r.get("applied"), r.get("unapplied"))
+        return ids
+
     def write_events(self, run_id: int | None, rows: list[EventRow] | EventBatch) -> None:
         """Append one batch: a simulation's buffered events, or ``EventRow`` values.
 
