@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from ._timeline import GL_THRESHOLD
+
 __all__ = ["ON_ZOOM", "defer_detail"]
 
 # A big timeline opens with small markers (its lanes are a few pixels tall) and, past
@@ -76,8 +78,18 @@ ON_ZOOM = """(function () {
     });
     return out;
   }
+  // What the view holds is drawn in SVG up to GL_THRESHOLD points (as a figure that small would be),
+  // in WebGL past it: a zoom onto a few lanes then starts no WebGL at all (its software start-up and
+  // first draw were most of a 1M-event report's switch to detail). Set in place, as loadDetail does:
+  // a 'type' passed to restyle redrew the 1M-event page for a minute.
   function fillView() {
-    Object.keys(full || {}).forEach(function (i) { Object.assign(gd.data[Number(i)], inView(i)); });
+    var n = 0, keys = Object.keys(full || {});
+    keys.forEach(function (i) { var v = inView(i); n += v.x.length; Object.assign(gd.data[Number(i)], v); });
+    var gl = n > ((gd.layout.meta || {}).gl_threshold || __GL_THRESHOLD__);
+    keys.forEach(function (i) { gd.data[Number(i)].type = gl ? full[i].type : 'scatter'; });
+    gd.data.forEach(function (t) {  // the overview's notable events go along, so no marker covers them
+      if (t.meta && t.meta.svg_first) t.type = gl ? 'scattergl' : 'scatter';
+    });
   }
   function eventsInView() {
     var n = 0;
@@ -124,16 +136,11 @@ ON_ZOOM = """(function () {
       if (!t.meta) return;
       if (t.meta.role === 'density') { which.push(i); visible.push(!detail); }
       else if (t.meta.detail) { which.push(i); visible.push(detail ? true : 'legendonly'); }
-      else if (t.meta.svg_first && detail && t.type !== 'scattergl') {
-        // the overview's notable events (SVG) join the WebGL detail, so its markers do not cover them
-        // (set in place, as loadDetail does: a 'type' in restyle redrew the 1M-event page for a minute)
-        t.type = 'scattergl';
-        which.push(i); visible.push(t.visible === undefined ? true : t.visible);
-      }
+      else if (t.meta.svg_first && detail) { which.push(i); visible.push(t.visible === undefined ? true : t.visible); }
     });
     Plotly.restyle(gd, {visible: visible}, which);
   });
-})();"""
+})();""".replace("__GL_THRESHOLD__", str(GL_THRESHOLD))
 
 
 _DEFERRED = ("x", "y", "hovertext", "text")  # a hidden trace's bulk, moved out of the figure's JSON

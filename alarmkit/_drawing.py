@@ -308,7 +308,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         hoverlabel=dict(bgcolor="white", font=dict(size=12, family=_FONT["family"]), align="left"),
         hovermode="closest", margin=dict(l=20, r=20, t=80, b=60 + legend_h),
         meta={"unit": unit, "scale": scale, "events": total, "large": drawer.large,
-              "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0},
+              "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0, "gl_threshold": gl_threshold},
     )
     place_labels(fig)
     if drawer.by_class:

@@ -63,7 +63,7 @@ _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "
 ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)
 OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density map plus the notable events
-DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see report._ON_ZOOM)
+DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
 NOTABLE = {DUPLICATE, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
            "facet_broken", "actor_broken", "revival", "deploy"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800

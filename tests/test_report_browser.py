@@ -170,7 +170,8 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
             for i in range(1, 6_001)]
     events = rows_to_frame(1, rows)
     fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
-    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000}  # the default, 100,000, scaled down with the run
+    # the defaults, 100,000 and 10,000, scaled down with the run: this zoom draws its ~450 events in WebGL
+    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}
     out = export_html(fig, tmp_path / "overview.html", events=events)
     v = Visit(browser, out, figures=1)
     state = """() => { const gd = document.getElementById('figure-0');
@@ -196,7 +197,8 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
     v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [30, 35]})")  # a pan in detail: its 63 fires come along
     v.page.wait_for_function("(" + in_view.replace(">= 0 &&", ">= 30 &&").replace("<= 5 &&", "<= 35 &&") + ")()[0] === 63",
                              timeout=30_000)
-    assert v.js("() => document.getElementById('figure-0').data.map(t => t.type).filter(t => t === 'scatter')") == []
+    types = "() => [...new Set(document.getElementById('figure-0').data.filter(t => t.meta && t.meta.role === 'events').map(t => t.type))]"
+    assert v.js(types) == ["scattergl"] and v.js(EVENT_POINTS, "figure-0")["canvas"] > 0  # the crashes too
     assert v.js("() => document.getElementById('figure-0-detail')") is None
     v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === false", timeout=30_000)
@@ -215,6 +217,11 @@ def test_a_legend_click_on_a_big_timeline_draws_the_hidden_kind_before_any_zoom(
     v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
     v.page.wait_for_function("""() => document.getElementById('figure-0')._fullData
         .filter(t => t.meta && t.meta.kind === 'fire' && t.visible === true).some(t => t.x.length === 5850)""", timeout=30_000)
+    # a zoom to detail with fewer than 10,000 events around the view draws them in SVG: no WebGL at all
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert n["canvas"] == 0 and 0 < n["data"] == n["dom"] < 1_000
     v.assert_clean()
 
 
