@@ -221,13 +221,6 @@ def main() -> None:
               f"{events / ing_wall / 2e6:.2f}x; runs {rates[0] / 2:.2f}x..{rates[-1] / 2:.2f}x); logging them took "
               f"{log_wall:.2f} s ({events / log_wall:,.0f}/s), both together {events / (ing_wall + log_wall):,.0f}/s")
 
-        runs, ex_db, ex_none = bench_explore(100 // scale, tmp / "explore.duckdb")
-        out["explore"] = {"runs": runs, "journal_s": ex_db, "no_journal_s": ex_none,
-                          "runs_per_s": runs / ex_db, "no_journal_runs_per_s": runs / ex_none}
-        print(f"4. explore lease-ledger ({runs} runs: its crash-point search and {100 // scale} seeds, one process): "
-              f"{runs / ex_db:,.0f} runs/s journaled to a DuckDB file, {runs / ex_none:,.0f} runs/s without a journal "
-              f"(journaled at {ex_none / ex_db:.2f}x the runs alone)")
-
         child = subprocess.run([sys.executable, "-c", LEASES_CHILD, str(leases), str(tmp / "leases.duckdb")],
                                capture_output=True, text=True, check=True)
         r = json.loads(child.stdout)
@@ -236,6 +229,13 @@ def main() -> None:
         budget = 4 if leases > 100_000 else 2
         print(f"3. {leases:,} objects x one expiring lease: {r['wall']:.2f} s wall, peak RSS {gib:.2f} GiB "
               f"({gib / budget:.2f}x the {budget} GiB budget); {r['effects']:,} revokes, {r['left']} leases left")
+
+        runs, ex_db, ex_none = bench_explore(100 // scale, tmp / "explore.duckdb")
+        out["explore"] = {"runs": runs, "journal_s": ex_db, "no_journal_s": ex_none,
+                          "runs_per_s": runs / ex_db, "no_journal_runs_per_s": runs / ex_none}
+        print(f"4. explore lease-ledger ({runs} runs: its crash-point search and {100 // scale} seeds, one process): "
+              f"{runs / ex_db:,.0f} runs/s journaled to a DuckDB file, {runs / ex_none:,.0f} runs/s without a journal "
+              f"(journaled at {ex_none / ex_db:.2f}x the runs alone)")
     if a.json:
         print(json.dumps(out))
 
