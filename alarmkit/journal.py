@@ -283,8 +283,8 @@ class Journal:
         self._writable("take events")
         # Convert while the batch before is still being inserted (conversion holds the GIL, DuckDB's
         # insert does not), then wait for it: at most one batch in flight and one being converted,
-        # so memory stays bounded and order is kept. Converting first took 1M events from ~0.8 s to
-        # ~0.5 s (benchmarks/bench_core.py, ingest), where waiting first added the two.
+        # so memory stays bounded and order is kept. Waiting first added the two: 1M events went in
+        # 1.00-1.22x faster this way, 2.0-2.2M/s on a quiet machine (docs/performance.md, issue 17).
         try:
             table = _table(run_id, rows)
         except Exception as err:  # a value no column can hold got past the checks at the API's entries
