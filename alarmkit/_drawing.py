@@ -25,6 +25,7 @@ from ._timeline import (
 from .errors import AlarmkitError
 
 DODGE = 0.09  # lanes between markers of different kinds stacked at one spot
+SVG_NOTABLE = 2_000  # up to this many events of a notable kind, the overview draws them in SVG
 
 
 class _Drawer:
@@ -46,9 +47,16 @@ class _Drawer:
             name = esc(group, LABEL_CHARS)
         show = group not in self.shown
         self.shown.add(group)
-        if self.overview and not (meta["role"] == "events" and meta["kind"] in NOTABLE):
+        notable = meta["role"] == "events" and meta["kind"] in NOTABLE and len(kw["x"]) <= SVG_NOTABLE
+        if self.overview and not notable:  # a "notable" kind thousands strong is the bulk: it waits too
             kw["visible"] = "legendonly"  # greyed in the legend until a zoom brings it in
             meta = {**meta, "detail": True}
+        elif self.overview:
+            # what the overview opens on draws in SVG, so the page starts no WebGL until a zoom asks for
+            # detail (software WebGL's start-up was ~0.8 s of a 1M-event first render); the report's
+            # zoom script turns these traces to WebGL with the detail, so nothing is drawn under it
+            cls = go.Scatter
+            meta = {**meta, "svg_first": True}
         self.fig.add_trace(cls(name=name, legendgroup=group, showlegend=show, meta=meta, **kw), row=row, col=1)
 
     def density(self, df: pd.DataFrame, lanes: int, lo: float, hi: float, row: int) -> None:
@@ -61,7 +69,8 @@ class _Drawer:
         z[z == 0] = np.nan  # empty bins stay transparent
         self.fig.add_trace(go.Heatmap(
             x=((edges[:-1] + edges[1:]) / 2 / self.scale).astype(np.float32), y=np.arange(lanes, dtype=np.int32), z=z,
-            zmin=0, zmax=max(top, 1.0), colorscale=DENSITY_SCALE, showscale=False, ygap=1, name="event density",
+            # no gap between lanes: ygap=1 made plotly draw each cell apart, ~0.6 s of a 1M-event first render
+            zmin=0, zmax=max(top, 1.0), colorscale=DENSITY_SCALE, showscale=False, ygap=0, name="event density",
             hovertemplate=f"%{{z:,}} events around %{{x:.4g}} {self.unit}<extra>density</extra>",
             meta={"role": "density"}), row=row, col=1)
 
@@ -278,7 +287,8 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     pad = max((view_hi - lo) * 0.04, 1.0)
     note = f"{total:,} events" + (" · WebGL" if drawer.large else "")
     if drawer.overview:
-        note += (f" · zoomed out: events per lane and time (darker = more) and the notable ones; zoom in on fewer than "
+        note += (f" · zoomed out: events per lane and time (darker = more) and the notable ones "
+                 f"(kinds of at most {SVG_NOTABLE:,} events); zoom in on fewer than "
                  f"{DETAIL_IN_VIEW:,} events to draw each one")
     if view_hi < hi:  # the view opens on the alarm activity; autoscale shows the idle evictions after it
         note += f" · view ends at {fmt_ms(view_hi)}; idle evictions until {fmt_ms(hi)} (double-click to see all)"
@@ -298,7 +308,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         hoverlabel=dict(bgcolor="white", font=dict(size=12, family=_FONT["family"]), align="left"),
         hovermode="closest", margin=dict(l=20, r=20, t=80, b=60 + legend_h),
         meta={"unit": unit, "scale": scale, "events": total, "large": drawer.large,
-              "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0},
+              "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0, "gl_threshold": gl_threshold},
     )
     place_labels(fig)
     if drawer.by_class:

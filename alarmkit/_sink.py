@@ -37,13 +37,12 @@ class Sink:
             self.runs += len(results)
             return
         with _interrupt_deferred():  # Ctrl-C waits for whole runs: none half in the journal
-            for r in results:
-                row = r.row
-                run_id = j.start_run(self.scenario, self.profile, row["seed"], self.params, r.plan)
-                j.write_events(run_id, r.events or [])
-                j.end_run(run_id, complete=not row["error"], applied=json.loads(row["faults_applied"]),
-                          unapplied=json.loads(row["unapplied_why"]))
-                self.run_ids[row["idx"]] = run_id
+            ids = j.add_runs([{"scenario": self.scenario, "profile": self.profile, "seed": r.row["seed"],
+                               "params": self.params, "faults": r.plan, "events": r.events or [],
+                               "complete": not r.row["error"], "applied": json.loads(r.row["faults_applied"]),
+                               "unapplied": json.loads(r.row["unapplied_why"])} for r in results])
+            for r, run_id in zip(results, ids):
+                self.run_ids[r.row["idx"]] = run_id
                 self.runs += 1
                 r.events = None  # written: the journal holds them now, not this process's memory
 

@@ -63,7 +63,7 @@ _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "
 ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)
 OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density map plus the notable events
-DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see report._ON_ZOOM)
+DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
 NOTABLE = {DUPLICATE, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
            "facet_broken", "actor_broken", "revival", "deploy"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800
@@ -105,6 +105,18 @@ def esc(text: Any, limit: int | None = None) -> str:
     s = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
     s = s.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate cannot be written out
     return html.escape(s, quote=False)
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON text for a ``<script type="application/json">`` block: plotly's encoder (numpy
+    arrays as base64 typed arrays) with ``<``, ``>``, ``&`` and the JavaScript line separators written
+    as ``\\u`` escapes, so no string can close the block; the page reads it with ``JSON.parse`` only."""
+    from plotly.io.json import to_json_plotly
+
+    text = to_json_plotly(value)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, safe)  # plotly escapes these too; said here, where the page's escaping lives
+    return text
 
 
 def fmt_ms(ms: float) -> str:

@@ -23,6 +23,8 @@ from ._kinds import CLASS_OF, class_counts
 from .plots import (
     backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
 )
+from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
+from ._timeline import script_json
 from .realruns.reporting import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 
 __all__ = ["export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
@@ -40,55 +42,6 @@ SHOW_DUPLICATES = 8  # a run with thousands of duplicate effects names the first
 # After each figure's first render: a counter that tests and benchmarks wait for (no data in it).
 _RENDERED = ("window.alarmkitRendered = (window.alarmkitRendered || 0) + 1;"
              "document.body.dataset.rendered = String(window.alarmkitRendered);")
-# A big timeline opens with small markers (its lanes are a few pixels tall) and, past
-# OVERVIEW_THRESHOLD events, on a density map with only the notable events drawn. On every zoom:
-# markers regain their size (kept in each trace's meta) as lanes grow, and once fewer than
-# layout.meta.detail_in_view events are in view (summed from the density map) every event is drawn.
-# No journal data in this script.
-_ON_ZOOM = """(function () {
-  var gd = document.getElementById('{plot_id}');
-  var limit = (gd.layout.meta || {}).detail_in_view || 0;
-  function axis(name, letter) { return gd._fullLayout[letter + 'axis' + name.slice(1)]; }
-  // kept now: once hidden, a trace's decoded data leaves gd._fullData
-  var density = gd._fullData.filter(function (t) { return t.meta && t.meta.role === 'density'; });
-  function eventsInView() {
-    var n = 0;
-    density.forEach(function (t) {
-      var xr = axis(t.xaxis, 'x').range, yr = axis(t.yaxis, 'y').range;
-      var x0 = Math.min(xr[0], xr[1]), x1 = Math.max(xr[0], xr[1]);
-      var y0 = Math.min(yr[0], yr[1]) - 0.5, y1 = Math.max(yr[0], yr[1]) + 0.5;
-      for (var r = 0; r < t.z.length; r++) {
-        if (t.y[r] < y0 || t.y[r] > y1) continue;
-        var row = t.z[r];
-        for (var c = 0; c < row.length; c++) if (row[c] > 0 && t.x[c] >= x0 && t.x[c] <= x1) n += row[c];
-      }
-    });
-    return n;
-  }
-  gd.on('plotly_relayout', function () {
-    var ya = gd._fullLayout.yaxis, lanes = Math.max(1, Math.abs(ya.range[0] - ya.range[1]));
-    var f = Math.max(0.2, Math.min(1, ya._length / lanes / 60));
-    if (Math.abs(f - (gd.alarmkitScale || 0)) >= 0.02) {
-      gd.alarmkitScale = f;
-      var idx = [], sizes = [];
-      gd.data.forEach(function (t, i) {
-        if (t.meta && t.meta.size) { idx.push(i); sizes.push(Math.max(3, Math.round(t.meta.size * f))); }
-      });
-      Plotly.restyle(gd, {'marker.size': sizes}, idx);
-    }
-    if (!limit) return;
-    var detail = eventsInView() <= limit;
-    if (detail === Boolean(gd.alarmkitDetail)) return;
-    gd.alarmkitDetail = detail;
-    var which = [], visible = [];
-    gd.data.forEach(function (t, i) {
-      if (!t.meta) return;
-      if (t.meta.role === 'density') { which.push(i); visible.push(!detail); }
-      else if (t.meta.detail) { which.push(i); visible.push(detail ? true : 'legendonly'); }
-    });
-    Plotly.restyle(gd, {visible: visible}, which);
-  });
-})();"""
 _STYLE = """
 body { font-family: Inter, system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: #222; margin: 24px auto;
        max-width: 1400px; padding: 0 16px; }
@@ -261,11 +214,16 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
     if plotlyjs not in ("inline", PLOTLY_FILE):
         raise AlarmkitError(f"plotlyjs is 'inline' or {PLOTLY_FILE!r}, got {plotlyjs!r}")
     shared = plotlyjs != "inline"
-    divs = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0 and not shared), config=PLOT_CONFIG,
-                        div_id=f"figure-{i}",
-                        post_script=[_RENDERED] + ([_ON_ZOOM] if _is_large(fig) else []), validate=False,
-                        default_height=f"{fig.layout.height or 450}px")
-            for i, fig in enumerate(figures)]
+    divs = []
+    for i, fig in enumerate(figures):
+        shown, hidden = _defer_detail(fig)
+        divs.append(pio.to_html(shown, full_html=False, include_plotlyjs=(i == 0 and not shared), config=PLOT_CONFIG,
+                                div_id=f"figure-{i}",
+                                post_script=[_RENDERED] + ([_ON_ZOOM] if _is_large(fig) else []), validate=False,
+                                default_height=f"{fig.layout.height or 450}px"))
+        if hidden:  # before the figure's own script, which looks it up by id
+            divs[-1] = (f'<script type="application/json" id="figure-{i}-detail">{script_json(hidden)}</script>\n'
+                        + divs[-1])
     body = "\n".join(f'<section class="figure">{d}</section>' for d in divs)
     head_js = f'<script src="{PLOTLY_FILE}"></script>' if shared else ""
     return (

@@ -271,3 +271,41 @@ def test_clear_drops_runs_and_events_and_keeps_other_tables(tmp_path):
         assert run_scenario("lease-normal", seed=5, journal=j).run_id == 1
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT * FROM notes").fetchall() == [("mine",)]
+
+
+def _finished(seed: int, events: list) -> dict:
+    return {"scenario": "s", "profile": "workerd", "seed": seed, "params": {"n": seed}, "faults": {"crashes": []},
+            "events": events, "complete": seed != 2, "applied": {"crashes[0]": seed}, "unapplied": None}
+
+
+def test_add_runs_writes_a_chunk_as_start_write_end_would_run_by_run(tmp_path):
+    from alarmkit import EventRow
+
+    rows = lambda k: [EventRow(s, 10 * s, "NS", f"o{k}", "fire", 10 * s, None, 0, {"attempt": s}) for s in (1, 2, 3)]
+    runs = [_finished(seed, rows(seed)) for seed in (1, 2, 3)] + [_finished(4, [])]
+    cols = "scenario, profile, seed, params, faults, complete, faults_applied, faults_unapplied"
+    with Journal(tmp_path / "chunk.duckdb") as a, Journal(tmp_path / "each.duckdb") as b:
+        a.start_run("before", "workerd", 0, {})
+        assert a.add_runs(runs) == [2, 3, 4, 5]  # numbered after the runs already there
+        b.start_run("before", "workerd", 0, {})
+        for r in runs:
+            i = b.start_run(r["scenario"], r["profile"], r["seed"], r["params"], r["faults"])
+            b.write_events(i, r["events"])
+            b.end_run(i, r["complete"], r["applied"], r["unapplied"])
+        assert a.sql(f"SELECT run_id, {cols} FROM runs ORDER BY run_id").equals(
+            b.sql(f"SELECT run_id, {cols} FROM runs ORDER BY run_id"))
+        assert a.events().equals(b.events()) and len(a.events()) == 9
+        assert a.sql("SELECT count(*) AS n FROM runs WHERE ended_at IS NULL")["n"][0] == 1  # only "before"
+
+
+def test_add_runs_with_a_bad_value_falls_back_to_run_by_run_and_keeps_the_events(tmp_path):
+    from alarmkit import EventRow
+
+    good = [EventRow(1, 10, "NS", "o", "fire", 10, None, 0, None)]
+    bad = [EventRow(1, 2**70, "NS", "o", "fire", 10, None, 0, None)]  # no BIGINT holds this time
+    with Journal(tmp_path / "j.duckdb") as j:
+        with pytest.raises(AlarmkitError, match="could not be converted"):
+            j.add_runs([_finished(1, good), _finished(2, bad)])
+        assert j.sql("SELECT seed FROM runs ORDER BY run_id")["seed"].tolist() == [1, 2]  # as run by run: run 1 whole
+        assert len(j.events(1)) == 1 and j.events(2).empty
+        assert [r[2] for r in j.unwritten_rows()] == [2**70]  # the bad run's event, kept

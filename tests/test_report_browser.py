@@ -159,20 +159,58 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
             for i in range(1, 6_001)]
     events = rows_to_frame(1, rows)
     fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
-    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000}  # the default, 100,000, scaled down with the run
+    # the defaults, 100,000 and 10,000, scaled down with the run: this zoom draws its ~450 events in WebGL
+    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}
     out = export_html(fig, tmp_path / "overview.html", events=events)
     v = Visit(browser, out, figures=1)
     state = """() => { const gd = document.getElementById('figure-0');
         return Object.fromEntries(gd.data.filter(t => t.meta && t.meta.role !== 'span')
             .map(t => [t.meta.kind || t.meta.role, t.visible === undefined ? true : t.visible])); }"""
     assert v.js(state) == {"density": True, "fire": "legendonly", "crash": True}
-    assert v.js(EVENT_POINTS, "figure-0")["data"] == len(events)
+    # the page opens on the 150 crashes in SVG (no WebGL yet); the 5,850 fires wait, unparsed, in a JSON block
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert (n["data"], n["dom"], n["canvas"]) == (150 + 1, 150, 0)  # + the hidden fires' one gap point
+    assert v.js("() => document.getElementById('figure-0-detail').type") == "application/json"
     v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
     assert v.js(state) == {"density": False, "fire": True, "crash": True}
+    # every fire in view is drawn, read from the block; of the rest, only those near the view
+    in_view = """() => { const t = document.getElementById('figure-0')._fullData.find(t => t.meta && t.meta.kind === 'fire');
+        let n = 0; for (let k = 0; k < t.x.length; k++) if (t.x[k] >= 0 && t.x[k] <= 5 && t.y[k] <= 3.5) n++;
+        return [n, t.x.length]; }"""
+    fires = events[events["kind"] == "fire"]
+    lane = fires["object_id"].str[1:].astype(int)
+    drawn, near = v.js(in_view)
+    assert drawn == int(((fires["t_ms"] <= 5_000) & (lane <= 3)).sum()) == 63  # i <= 500, i % 30 <= 3, less 4 crashes
+    assert drawn < near < len(fires) // 10
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [30, 35]})")  # a pan in detail: its 63 fires come along
+    v.page.wait_for_function("(" + in_view.replace(">= 0 &&", ">= 30 &&").replace("<= 5 &&", "<= 35 &&") + ")()[0] === 63",
+                             timeout=30_000)
+    types = "() => [...new Set(document.getElementById('figure-0').data.filter(t => t.meta && t.meta.role === 'events').map(t => t.type))]"
+    assert v.js(types) == ["scattergl"] and v.js(EVENT_POINTS, "figure-0")["canvas"] > 0  # the crashes too
+    assert v.js("() => document.getElementById('figure-0-detail')") is None
     v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === false", timeout=30_000)
     assert v.js(state)["fire"] == "legendonly"
+    v.assert_clean()
+
+
+def test_a_legend_click_on_a_big_timeline_draws_the_hidden_kind_before_any_zoom(browser, tmp_path):
+    from alarmkit.journal import rows_to_frame
+
+    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
+            for i in range(1, 6_001)]
+    events = rows_to_frame(1, rows)
+    out = export_html(timeline(events, gl_threshold=1_000, overview_threshold=2_000), tmp_path / "o.html", events=events)
+    v = Visit(browser, out, figures=1)
+    v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
+    v.page.wait_for_function("""() => document.getElementById('figure-0')._fullData
+        .filter(t => t.meta && t.meta.kind === 'fire' && t.visible === true).some(t => t.x.length === 5850)""", timeout=30_000)
+    # a zoom to detail with fewer than 10,000 events around the view draws them in SVG: no WebGL at all
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert n["canvas"] == 0 and 0 < n["data"] == n["dom"] < 1_000
     v.assert_clean()
 
 

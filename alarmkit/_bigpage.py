@@ -1,0 +1,168 @@
+"""The page script of a big timeline (``alarmkit.report``): markers that regain their size as lanes grow,
+and a run past ``OVERVIEW_THRESHOLD`` events opening on its density map, the common kinds' data kept
+out of the figure (``defer_detail``) until a zoom asks for detail.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from ._timeline import GL_THRESHOLD
+
+__all__ = ["ON_ZOOM", "defer_detail"]
+
+# A big timeline opens with small markers (its lanes are a few pixels tall) and, past
+# OVERVIEW_THRESHOLD events, on a density map with only the notable events drawn. On every zoom:
+# markers regain their size (kept in each trace's meta) as lanes grow, and once fewer than
+# layout.meta.detail_in_view events are in view (summed from the density map) every event in and
+# around the view is drawn. No journal data in this script: that comes from the figure's JSON and
+# from the JSON block defer_detail fills, read with JSON.parse only.
+ON_ZOOM = """(function () {
+  var gd = document.getElementById('{plot_id}');
+  var limit = (gd.layout.meta || {}).detail_in_view || 0;
+  function axis(name, letter) { return gd._fullLayout[letter + 'axis' + name.slice(1)]; }
+  // kept now: once hidden, a trace's decoded data leaves gd._fullData
+  var density = gd._fullData.filter(function (t) { return t.meta && t.meta.role === 'density'; });
+  // The hidden traces' data waits in a JSON block, parsed on the first zoom that asks for detail
+  // (parsing ~24 MB at load cost ~0.3 s of a 1M-event first render). JSON.parse only: nothing is run.
+  var block = document.getElementById('{plot_id}-detail'), full = null;
+  var ARRAYS = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array,
+                u2: Uint16Array, i1: Int8Array, u1: Uint8Array};
+  function decode(v) {  // plotly's base64 typed array ({dtype, bdata}) as the typed array
+    if (!v || typeof v.bdata !== 'string' || !ARRAYS[v.dtype]) return v;
+    var s = atob(v.bdata), bytes = new Uint8Array(s.length);
+    for (var k = 0; k < s.length; k++) bytes[k] = s.charCodeAt(k);
+    return new ARRAYS[v.dtype](bytes.buffer);
+  }
+  function loadDetail() {
+    if (full || !block) return;
+    full = JSON.parse(block.textContent);
+    block.parentNode.removeChild(block);
+    Object.keys(full).forEach(function (i) {
+      var f = full[i];
+      f.x = decode(f.x); f.y = decode(f.y);
+      gd.data[Number(i)].type = f.type;
+    });
+  }
+  function showAll() {  // a legend click before any zoom: the whole of every hidden trace
+    loadDetail();
+    Object.keys(full || {}).forEach(function (i) {
+      ['x', 'y', 'hovertext', 'text'].forEach(function (k) { if (full[i][k] !== undefined) gd.data[Number(i)][k] = full[i][k]; });
+    });
+  }
+  // In detail, each hidden trace holds only what lies in and around the view (the view widened by its
+  // own size each side, 5 lanes up and down): software WebGL drew all 1M events of a run in ~6 s, and
+  // the view holds at most detail_in_view. Lines keep whole segments (3 or 5 points with their gap).
+  function inView(i) {
+    var f = full[i], t = gd.data[Number(i)], xr = axis(t.xaxis || 'x', 'x').range, yr = axis(t.yaxis || 'y', 'y').range;
+    var w = Math.abs(xr[1] - xr[0]), x0 = Math.min(xr[0], xr[1]) - w, x1 = Math.max(xr[0], xr[1]) + w;
+    var y0 = Math.min(yr[0], yr[1]) - 5, y1 = Math.max(yr[0], yr[1]) + 5;
+    var step = t.meta.role === 'link' ? 5 : t.meta.role === 'events' ? 1 : 3, keep = [];
+    for (var a = 0; a < f.x.length; a += step) {
+      var lo = Infinity, hi = -Infinity, ylo = Infinity, yhi = -Infinity;
+      for (var k = a; k < a + step && k < f.x.length; k++) {
+        var x = f.x[k], y = f.y[k];
+        if (x !== x || y !== y) continue;  // the gap between segments
+        if (x < lo) lo = x; if (x > hi) hi = x; if (y < ylo) ylo = y; if (y > yhi) yhi = y;
+      }
+      if (hi >= x0 && lo <= x1 && yhi >= y0 && ylo <= y1) keep.push(a);
+    }
+    var n = keep.length * step, out = {x: new f.x.constructor(n), y: new f.y.constructor(n)};
+    ['hovertext', 'text'].forEach(function (k) { if (Array.isArray(f[k])) out[k] = new Array(n); });
+    keep.forEach(function (a, j) {
+      for (var k = 0; k < step; k++) {
+        out.x[j * step + k] = f.x[a + k]; out.y[j * step + k] = f.y[a + k];
+        if (out.hovertext) out.hovertext[j * step + k] = f.hovertext[a + k];
+        if (out.text) out.text[j * step + k] = f.text[a + k];
+      }
+    });
+    return out;
+  }
+  // What the view holds is drawn in SVG up to GL_THRESHOLD points (as a figure that small would be),
+  // in WebGL past it: a zoom onto a few lanes then starts no WebGL at all (its software start-up and
+  // first draw were most of a 1M-event report's switch to detail). Set in place, as loadDetail does:
+  // a 'type' passed to restyle redrew the 1M-event page for a minute.
+  function fillView() {
+    var n = 0, keys = Object.keys(full || {});
+    keys.forEach(function (i) { var v = inView(i); n += v.x.length; Object.assign(gd.data[Number(i)], v); });
+    var gl = n > ((gd.layout.meta || {}).gl_threshold || __GL_THRESHOLD__);
+    keys.forEach(function (i) { gd.data[Number(i)].type = gl ? full[i].type : 'scatter'; });
+    gd.data.forEach(function (t) {  // the overview's notable events go along, so no marker covers them
+      if (t.meta && t.meta.svg_first) t.type = gl ? 'scattergl' : 'scatter';
+    });
+  }
+  function eventsInView() {
+    var n = 0;
+    density.forEach(function (t) {
+      var xr = axis(t.xaxis, 'x').range, yr = axis(t.yaxis, 'y').range;
+      var x0 = Math.min(xr[0], xr[1]), x1 = Math.max(xr[0], xr[1]);
+      var y0 = Math.min(yr[0], yr[1]) - 0.5, y1 = Math.max(yr[0], yr[1]) + 0.5;
+      for (var r = 0; r < t.z.length; r++) {
+        if (t.y[r] < y0 || t.y[r] > y1) continue;
+        var row = t.z[r];
+        for (var c = 0; c < row.length; c++) if (row[c] > 0 && t.x[c] >= x0 && t.x[c] <= x1) n += row[c];
+      }
+    });
+    return n;
+  }
+  // a legend click that shows a hidden trace before any zoom: its data first
+  gd.on('plotly_legendclick', function () { if (!gd.alarmkitDetail) showAll(); });
+  gd.on('plotly_legenddoubleclick', function () { if (!gd.alarmkitDetail) showAll(); });
+  gd.on('plotly_relayout', function () {
+    var ya = gd._fullLayout.yaxis, lanes = Math.max(1, Math.abs(ya.range[0] - ya.range[1]));
+    var f = Math.max(0.2, Math.min(1, ya._length / lanes / 60));
+    if (Math.abs(f - (gd.alarmkitScale || 0)) >= 0.02) {
+      gd.alarmkitScale = f;
+      var idx = [], sizes = [];
+      gd.data.forEach(function (t, i) {
+        if (t.meta && t.meta.size) { idx.push(i); sizes.push(Math.max(3, Math.round(t.meta.size * f))); }
+      });
+      Plotly.restyle(gd, {'marker.size': sizes}, idx);
+    }
+    if (!limit) return;
+    var detail = eventsInView() <= limit;
+    if (detail && gd.alarmkitDetail) {  // still in detail: the view moved, so do the events drawn
+      fillView();
+      var moved = Object.keys(full || {}).map(Number);
+      Plotly.restyle(gd, {x: moved.map(function (i) { return gd.data[i].x; }),
+                          y: moved.map(function (i) { return gd.data[i].y; })}, moved);
+      return;
+    }
+    if (detail === Boolean(gd.alarmkitDetail)) return;
+    gd.alarmkitDetail = detail;
+    if (detail) { loadDetail(); fillView(); }
+    var which = [], visible = [];
+    gd.data.forEach(function (t, i) {
+      if (!t.meta) return;
+      if (t.meta.role === 'density') { which.push(i); visible.push(!detail); }
+      else if (t.meta.detail) { which.push(i); visible.push(detail ? true : 'legendonly'); }
+      else if (t.meta.svg_first && detail) { which.push(i); visible.push(t.visible === undefined ? true : t.visible); }
+    });
+    Plotly.restyle(gd, {visible: visible}, which);
+  });
+})();""".replace("__GL_THRESHOLD__", str(GL_THRESHOLD))
+
+
+_DEFERRED = ("x", "y", "hovertext", "text")  # a hidden trace's bulk, moved out of the figure's JSON
+
+
+def defer_detail(fig: go.Figure) -> tuple[go.Figure | dict, dict]:
+    """A big timeline's figure (as a dict) without the data of the traces hidden until a zoom asks for
+    detail, and that data by trace index, for ``ON_ZOOM`` to read on that first zoom. Any other
+    figure is returned as it is, with nothing deferred."""
+    if not (_large(fig) and (fig.layout.meta or {}).get("detail_in_view")):
+        return fig, {}
+    shown = fig.to_dict()
+    hidden: dict[str, dict] = {}
+    for i, trace in enumerate(shown["data"]):
+        if (trace.get("meta") or {}).get("detail") and trace.get("visible") == "legendonly":
+            hidden[str(i)] = {k: trace.pop(k) for k in _DEFERRED if k in trace}
+            # an empty SVG trace until then: a WebGL one, even hidden, starts WebGL with the page
+            hidden[str(i)]["type"] = trace["type"]
+            trace["x"], trace["y"], trace["type"] = [None], [None], "scatter"  # one gap point: a legend entry
+    return shown, hidden
+
+
+def _large(fig: go.Figure) -> bool:
+    meta = fig.layout.meta
+    return isinstance(meta, dict) and bool(meta.get("large"))
