@@ -8,7 +8,7 @@
                               # (--out DIR; other arguments go to `alarmkit notebooks`, e.g. --only 02,07 --ci)
 
 Each creates or reuses ./.venv and installs what it needs (re-installing only when pyproject.toml
-changes). Run from an activated conda environment (not base), they use that environment instead
+changes; pip's output goes to .venv/pip.log, shown if it fails). Run from an activated conda environment (not base), they use that environment instead
 of making ./.venv. ``test`` also makes sure the test suite's outside helpers are present: Debian's
 chromium for the browser tests (via apt-get, when run as root, never upgrading installed packages;
 apt's output goes to a log file) and workerd from npm for the calibration tests (when Node.js is
@@ -98,9 +98,13 @@ def ensure_env(extras: str) -> Env:
         where = f"conda environment {env.prefix}" if env.conda else str(VENV)
         say(f"installing alarmkit[{extras}] into {where} (first run takes a few minutes)")
         spec = f".[{extras}]" if extras else "."
-        rc = run([env.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", spec], cwd=ROOT)
+        log = env.state / "pip.log"  # pip's warnings (e.g. a machine's index settings) go here, not on screen
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w") as out:
+            rc = run([env.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", spec], cwd=ROOT,
+                     stdout=out, stderr=subprocess.STDOUT)
         if rc:
-            sys.exit(f"pip install failed (exit {rc}); see the messages above")
+            sys.exit(f"pip install failed (exit {rc}); its output is in {log}:\n" + log.read_text()[-3000:])
         stamp.write_text(want)
     ensure_lab_settings(env.prefix)
     return env

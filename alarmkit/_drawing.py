@@ -257,12 +257,13 @@ def _focus(panels: list[tuple[str, pd.DataFrame]]) -> tuple[float, float, float]
 
 
 def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int,
-           overview_threshold: int = OVERVIEW_THRESHOLD, legend: str = "kind") -> go.Figure:
+           overview_threshold: int = OVERVIEW_THRESHOLD, legend: str = "kind",
+           window: tuple[int, int] | None = None) -> go.Figure:
     if legend not in ("kind", "class"):
         raise AlarmkitError(f"legend must be 'kind' or 'class', got {legend!r}")
     panels = [(label, _mark_duplicates(_lanes(df))) for label, df in panels]
     total = sum(len(df) for _, df in panels)
-    lo, view_hi, hi = _focus(panels)
+    lo, view_hi, hi = _focus(panels) if window is None else (*map(float, window), float(window[1]))
     unit, scale = _unit(view_hi - lo)
     lane_counts = [max(1, df["lane"].nunique()) for _, df in panels]
     lanes_total = sum(lane_counts)
@@ -284,7 +285,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         fig.update_yaxes(row=i, col=1, tickvals=list(range(0, n, every)), ticktext=[esc(_label(s), LABEL_CHARS) for s in lanes[::every]],
                          range=[n - 0.4, -0.62], showgrid=True, gridcolor="#e3e3e3", zeroline=False,
                          fixedrange=n < 30, ticks="", automargin=True)
-    pad = max((view_hi - lo) * 0.04, 1.0)
+    pad = max((view_hi - lo) * (0.01 if window else 0.04), 1.0)  # a window asked for is the view, nearly to the ms
     note = f"{total:,} events" + (" · WebGL" if drawer.large else "")
     if drawer.overview:
         note += (f" · zoomed out: events per lane and time (darker = more) and the notable ones "
@@ -293,7 +294,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     if view_hi < hi:  # the view opens on the alarm activity; autoscale shows the idle evictions after it
         note += f" · view ends at {fmt_ms(view_hi)}; idle evictions until {fmt_ms(hi)} (double-click to see all)"
     fig.update_xaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, ticks="outside", showline=True,
-                     linecolor="#999", range=[(lo - pad) / scale, (view_hi + 3 * pad) / scale])
+                     linecolor="#999", range=[(lo - pad) / scale, (view_hi + (1 if window else 3) * pad) / scale])
     fig.update_xaxes(title_text=f"virtual time ({unit})", row=len(panels), col=1)
     fig.update_layout(shapes=drawer.shapes)
     if len(panels) > 1:  # zoom on one row moves the others

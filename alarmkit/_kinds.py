@@ -17,7 +17,7 @@ class                kinds (who writes them)
 ``revived``          ``revive`` (the runtime re-runs a stored alarm after a construct or restart)
                      and ``revival`` (the guestbook keepalive's fire found owed work)
 ``effect``           ``effect`` (first run of a (name, key) in the run)
-``duplicate effect`` an ``effect`` whose (name, key) already ran in the run (not a journal kind)
+``duplicate effect`` an ``effect`` whose (name, key) already ran on its object in the run (not a journal kind)
 ``crash``            ``crash``, ``facet_broken``, ``actor_broken``, ``aborted`` (``ctx.abort``)
 ``fault``            ``fault``
 ``restart``          ``restart``
@@ -35,7 +35,7 @@ from typing import Iterable
 
 import pandas as pd
 
-DUPLICATE = "duplicate effect"  # not a journal kind: an effect whose (name, key) already ran in the run
+DUPLICATE = "duplicate effect"  # not a journal kind: an effect whose (name, key) already ran on its object in the run
 
 CLASS_OF: dict[str, str] = {
     "arm": "armed", "proxy_arm": "armed", "disarm": "disarmed", "fire": "fired",

@@ -175,7 +175,7 @@ def _mark_duplicates(df: pd.DataFrame) -> pd.DataFrame:
     if not eff.any():
         return df
     e = df.loc[eff, ["t_ms", "lane"]].assign(ident=effect_idents(df), run=df.loc[eff, "run_id"].fillna(-1).to_numpy())
-    g = e.groupby(["run", "ident"], sort=False)
+    g = e.groupby(["run", "lane", "ident"], sort=False)  # per object, as check() counts duplicates
     dup = g.cumcount() > 0
     df.loc[dup[dup].index, "kind2"] = DUPLICATE
     df.loc[eff, "first_t"] = g["t_ms"].transform("first").astype(float)

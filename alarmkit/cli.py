@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="alarmkit", description="Simulate Durable Object alarms under a virtual clock.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="run one scenario and write its journal")
+    run = sub.add_parser("run", help="run one scenario; --db FILE journals it")
     run.add_argument("scenario", help="a name from `alarmkit list`")
     run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--db", default=None, help="journal file (DuckDB); default: in memory")

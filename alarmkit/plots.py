@@ -56,12 +56,22 @@ def _select(events, objects=None, kinds=None, runs=None, window=None) -> pd.Data
     df = _pick(df, "object_id", objects, "object", events["object_id"].dropna())
     df = _pick(df, "run_id", runs, "run", events["run_id"].dropna())
     if window is not None:
-        try:
-            t0, t1 = (int(t) for t in window)
-        except (TypeError, ValueError):
-            raise AlarmkitError(f"window is (start_ms, end_ms) of virtual time, got {window!r}") from None
+        t0, t1 = _window(window)
         df = df[(df["t_ms"] >= t0) & (df["t_ms"] <= t1)]
     return df
+
+
+def _window(window) -> tuple[int, int] | None:
+    """``(start_ms, end_ms)`` with start < end, or None; the figure's time axis spans exactly it."""
+    if window is None:
+        return None
+    try:
+        t0, t1 = (int(t) for t in window)
+    except (TypeError, ValueError):
+        raise AlarmkitError(f"window is (start_ms, end_ms) of virtual time, got {window!r}") from None
+    if t0 >= t1:
+        raise AlarmkitError(f"window must end after it starts, got {window!r}; e.g. window=(0, 60_000)")
+    return t0, t1
 
 
 def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kinds: Iterable[str] | None = None,
@@ -70,7 +80,8 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
              legend: str = "kind") -> go.Figure:
     """One lane per object on a virtual-time axis; one row per run when ``events`` hold several runs.
 
-    ``objects``, ``kinds``, ``runs`` and ``window=(t0_ms, t1_ms)`` filter. Above ``gl_threshold`` events
+    ``objects``, ``kinds``, ``runs`` and ``window=(t0_ms, t1_ms)`` filter; with a window the time axis
+    spans it (1 % padding) instead of the whole run. Above ``gl_threshold`` events
     the traces are WebGL; above ``overview_threshold`` the figure opens on a density map plus the
     notable events (duplicates, errors, crashes, abandonment, revivals, restarts) and the exported
     page draws every event once you zoom in on fewer than 100,000. ``legend="class"`` groups the
@@ -83,7 +94,7 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
     run_ids = list(dict.fromkeys(df["run_id"].fillna(-1)))
     panels = [(f"run {r}" if r != -1 else "run", df[df["run_id"].fillna(-1) == r]) for r in run_ids]
     return _build(panels, title or ("timeline" if len(panels) > 1 else f"timeline · {panels[0][0]}"), gl_threshold,
-                  overview_threshold, legend)
+                  overview_threshold, legend, _window(window))
 
 
 def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, window=None, title: str = "compare",
@@ -105,7 +116,7 @@ def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, windo
     empty = [label for label, df in panels if df.empty]
     if empty:
         raise AlarmkitError(f"no events to draw for {empty}; loosen objects=, kinds= or window=")
-    return _build(panels, title, gl_threshold, overview_threshold)
+    return _build(panels, title, gl_threshold, overview_threshold, window=_window(window))
 
 
 def backoff_ladder(events: pd.DataFrame, profile: Any = "workerd") -> go.Figure:

@@ -18,7 +18,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from .errors import AlarmkitError
-from .errors import AlarmkitError
 from ._kinds import CLASS_OF, class_counts
 from .plots import (
     backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
@@ -65,9 +64,13 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         return int(classes.get(cls, 0))
 
     fires = events[events["kind"] == "fire"]
-    retries = int((fires["retry_count"].fillna(0) > 0).sum())
-    effects = Counter(effect_idents(events))
-    dups = {tuple(k.split("\0", 1)): n for k, n in effects.items() if n > 1}
+    counted = fires["retry_count"].fillna(0) > 0  # a retry the platform counted against its limit
+    attempt = pd.to_numeric(fires["detail"].astype(str).str.extract(r'"attempt":(\d+)')[0], errors="coerce")
+    retries = int(((attempt > 1) | (attempt.isna() & counted)).sum())  # uncounted retries have retry_count 0
+    uncounted = retries - int(counted.sum())
+    eff = events["kind"] == "effect"  # a duplicate is an effect that ran again on the same object, as check() counts
+    effects = Counter(zip(events.loc[eff, "object_id"].astype(str), effect_idents(events)))
+    dups = {(obj, *k.split("\0", 1)): n for (obj, k), n in effects.items() if n > 1}
     span = int(events["t_ms"].max() - min(0, events["t_ms"].min())) if len(events) else 0
     faults = run.get("faults")
     rows = [
@@ -78,14 +81,15 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         ("parameters", json.dumps(run.get("params") or {}, default=str), False),
         ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
         ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
-        ("attempts", f"{len(fires)} alarm() runs ({retries} {'retry' if retries == 1 else 'retries'}); "
+        ("attempts", f"{len(fires)} alarm() runs ({retries} {'retry' if retries == 1 else 'retries'}"
+                     f"{f', {uncounted} of them uncounted' if uncounted > 0 else ''}); "
                      f"{n('handler ok')} ok, {n('handler failed')} failed, {n('abandoned')} abandoned, "
                      f"{n('revived')} revived", False),
         ("effects", f"{sum(effects.values())} run, {len(effects)} distinct", False),
     ]
     if dups:
         shown = list(dups.items())[:SHOW_DUPLICATES]
-        text = ", ".join(f"{name}({key}) ×{n}" for (name, key), n in shown)
+        text = ", ".join(f"{name}({key}) on {obj} ×{n}" for (obj, name, key), n in shown)
         if len(dups) > len(shown):
             text += f" … and {len(dups) - len(shown):,} more (the timeline marks each one)"
         rows.append(("duplicate effects", f"{len(dups):,}: {text}", True))

@@ -16,8 +16,7 @@
 # # 9 · What bites in production
 #
 # Six stories from public issue threads, where users of Durable Object alarms got hurt, replayed
-# as built-in scenarios (issue 16 asked for this notebook as "notebook 08"; that number was taken
-# by the real-alarms notebook, so it is 09). Each scenario runs the mistake and its fix side by side
+# as built-in scenarios. Each scenario runs the mistake and its fix side by side
 # in one simulation, as two objects named `naive` and `fixed` under the same workload, and declares
 # what each owes, so `ak.check` shows the loss on one and none on the other.
 #

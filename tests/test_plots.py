@@ -113,14 +113,15 @@ def test_an_effect_that_already_ran_is_highlighted_and_linked_to_its_first_run(j
     assert list(link.x)[:4] == [first_t / 1000, first_t / 1000, again_t / 1000, again_t / 1000]
 
 
-def test_duplicates_are_counted_per_run_by_name_and_key():
+def test_duplicates_are_counted_per_run_and_object_by_name_and_key():
     rows = [(0, "a", "effect", None, None, None, {"name": "revoke", "key": "k"}),
-            (5, "b", "effect", None, None, None, {"name": "revoke", "key": "k"}),  # another object, same run
+            (5, "b", "effect", None, None, None, {"name": "revoke", "key": "k"}),  # another object: not a duplicate
             (6, "b", "effect", None, None, None, {"name": "notify", "key": "k"}),  # another name
-            (7, "b", "effect", None, None, None, {"name": "revoke", "key": ["k"]})]  # another key
+            (7, "b", "effect", None, None, None, {"name": "revoke", "key": ["k"]}),  # another key
+            (8, "a", "effect", None, None, None, {"name": "revoke", "key": "k"})]  # a again: the duplicate
     fig = timeline(pd.concat([frame(rows, run_id=1), frame(rows[:1], run_id=2)]))
     dups = traces(fig, "events", DUPLICATE)
-    assert [list(t.x) for t in dups] == [[5.0]]  # ms axis; run 2's single effect is its first
+    assert [list(t.x) for t in dups] == [[8.0]]  # ms axis; run 2's single effect is its first
 
 
 def test_exhaustion_climbs_the_ladder_with_each_rung_labelled_and_ends_abandoned(journal):
@@ -365,7 +366,7 @@ def test_the_report_inlines_plotly_once_escapes_the_summary_and_forbids_fetching
     assert page.count("plotly.js v") == 1 and "<script src" not in page  # inlined, once; no CDN
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert HOSTILE not in page and 'effect &lt;img src=x onerror="window.__pwned=1;alert(1)"&gt; ran twice' in page
-    assert '<th>duplicate effects</th><td class=bad>1: revoke("lease-0") ×2</td>' in page
+    assert '<th>duplicate effects</th><td class=bad>1: revoke("lease-0") on ledger ×2</td>' in page
     assert "<th>attempts</th><td>2 alarm() runs (1 retry); 1 ok, 1 failed, 0 abandoned, 0 revived</td>" in page
 
 
@@ -432,3 +433,45 @@ def test_the_demo_writes_one_report_per_scenario_named_after_it(tmp_path, capsys
 def test_fmt_ms_is_exact_and_readable():
     assert [fmt_ms(v) for v in (0, 850, 3_072, 139_974, 725_000, 3_605_000, -2_000)] == [
         "0 ms", "850 ms", "3.072 s", "139.974 s", "12 min 5 s", "1 h 0 min 5 s", "-2 s"]
+
+
+def test_a_duplicate_is_an_effect_run_again_on_the_same_object_as_check_counts_it():
+    """Two objects each running send(1) once is no duplicate (the prod-* scenarios' naive and fixed objects);
+    one object running it twice is, in the timeline and in the report's summary alike."""
+    from alarmkit.plots import drawn_kinds
+
+    ev = frame([(0, "naive", "effect", None, None, None, {"name": "send", "key": 1}),
+                (5, "fixed", "effect", None, None, None, {"name": "send", "key": 1}),
+                (9, "fixed", "effect", None, None, None, {"name": "send", "key": 1})])
+    assert drawn_kinds(ev).tolist() == ["effect", "effect", DUPLICATE]
+    rows = {k: v for k, v, _ in summary_rows(ev, {"run_id": 1})}
+    assert rows["duplicate effects"] == "1: send(1) on fixed ×2"
+    early = run_scenario("prod-set-early-throw-later")
+    assert "duplicate effects" not in {k for k, _, _ in summary_rows(early.events, {"run_id": 1})}
+    assert (drawn_kinds(early.events) == DUPLICATE).sum() == 0
+
+
+def test_the_summary_counts_uncounted_retries_as_retries():
+    """prod-runaway-internal-errors: 'runaway' fails with uncounted errors (retry_count stays 0) and
+    'counted' fails 7 times; every attempt after an object's first is a retry."""
+    r = run_scenario("prod-runaway-internal-errors")
+    fires = r.events[r.events.kind == "fire"]
+    per_object = fires.groupby("object_id").size().to_dict()
+    retries = sum(n - 1 for n in per_object.values())
+    counted = int((fires.retry_count.fillna(0) > 0).sum())
+    rows = {k: v for k, v, _ in summary_rows(r.events, {"run_id": 1})}
+    assert per_object == {"counted": 7, "runaway": 233} and counted == 6
+    assert rows["attempts"].startswith(f"240 alarm() runs ({retries} retries, {retries - counted} of them uncounted); ")
+
+
+def test_a_window_is_the_view_the_time_axis_spans():
+    """window=(110 s, 190 s) of prod-set-early-throw-later: the axis spans 109.2..190.8 s (1 % padding),
+    not 0 to the last event kept; compare() does the same on its shared axis; a reversed window is refused."""
+    ev = run_scenario("prod-set-early-throw-later").events
+    fig = timeline(ev, window=(110_000, 190_000))
+    assert tuple(fig.layout.xaxis.range) == (109.2, 190.8)
+    chain = run_scenario("prod-rearm-at-now").events
+    both = compare({"workerd-local": chain, "again": chain}, window=(900, 1_100))
+    assert tuple(both.layout.xaxis.range) == (898.0, 1102.0)  # 200 ms: drawn in ms
+    with pytest.raises(AlarmkitError, match=r"window must end after it starts, got \(5, 5\)"):
+        timeline(ev, window=(5, 5))
