@@ -212,7 +212,7 @@ class _Drawer:
         if text is not None:
             where = "bottom left" if kind == "abandoned" else "bottom center"
             kw.update(mode="markers+text", text=text, textposition=where,
-                      textfont=dict(size=11, color=colour if kind != "revive" else "#005a44"))
+                      textfont=dict(size=11, color=LABEL_INK.get(kind, colour)))
         meta = {"role": "events", "kind": kind, "class": kind_class(kind), "size": style(kind)[2]}  # the full size, for zooming in
         uid = f"ev-{re.sub(r'[^A-Za-z0-9_-]', '_', kind)}-{row}"  # the DOM names the trace's group after it
         self.trace(row, esc(kind, LABEL_CHARS), kind, meta, x=sub["x"].to_numpy(float), y=ys, uid=uid, **kw)
@@ -246,6 +246,10 @@ class _Drawer:
                                     opacity=0.15, line_width=0, layer="below"))
             self.shapes.append(dict(type="line", x0=x0, x1=x0, y0=0, y1=1, xref=xref, yref=yref,
                                     line=dict(color=BLACK, width=1, dash="dot")))
+
+
+# label text darker than its marker where the marker's colour is too light to read on white
+LABEL_INK = {"revive": "#005a44", "fault": "#7a6400"}
 
 
 def _focus(panels: list[tuple[str, pd.DataFrame]]) -> tuple[float, float, float]:

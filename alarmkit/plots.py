@@ -161,10 +161,11 @@ def backoff_ladder(events: pd.DataFrame, profile: Any = "workerd") -> go.Figure:
             kw = dict(hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
         cls = go.Scattergl if m.sum() > GL_THRESHOLD else go.Scatter
         fig.add_trace(cls(x=rungs[m].to_numpy(np.int8), y=delay / 1000, mode="markers", name=name, meta={"role": "retries"},
-                          marker=dict(color=colour, symbol=symbol, size=10, line=dict(width=1, color=colour),
-                                      opacity=1.0 if m.sum() <= 200 else 0.35), **kw))
+                          marker=dict(color=colour, symbol=symbol, size=10, line=dict(width=2 if not flag else 1, color=colour),
+                                      # many marks in one rung: see-through shows how many; an open one stays visible
+                                      opacity=1.0 if m.sum() <= 200 else 0.35 if flag else 0.7), **kw))
     fig.update_yaxes(type="log", title_text="wait before the retry", tickvals=list(base / 1000),
-                     ticktext=[fmt_ms(b) for b in base], gridcolor="#e6e6e6")
+                     ticktext=[f"{b / 1000:g} s" for b in base], gridcolor="#e6e6e6")  # one unit up the axis
     fig.update_xaxes(title_text=f"backoff rung n (nominal wait {fmt_ms(prof.retry_start_ms)} << n)",
                      tickvals=list(ladder), gridcolor="#f0f0f0")
     fig.update_layout(template="plotly_white", font=_FONT, height=420, hovermode="closest",

@@ -475,3 +475,15 @@ def test_a_window_is_the_view_the_time_axis_spans():
     assert tuple(both.layout.xaxis.range) == (898.0, 1102.0)  # 200 ms: drawn in ms
     with pytest.raises(AlarmkitError, match=r"window must end after it starts, got \(5, 5\)"):
         timeline(ev, window=(5, 5))
+
+
+def test_the_ladder_of_uncounted_retries_reads_in_one_unit_with_visible_marks():
+    """prod-runaway-internal-errors: every uncounted retry scheduled, up to the 1024 s cap; the wait axis is
+    labelled in seconds throughout (not '17 min 4 s' beside '512 s'); the open uncounted marks are not faded to 0.35."""
+    ev = run_scenario("prod-runaway-internal-errors").events
+    scheduled = ev[ev.kind == "retry_scheduled"]
+    fig = backoff_ladder(ev)
+    assert list(fig.layout.yaxis.ticktext) == [f"{2 ** n} s" for n in range(1, 11)]
+    [uncounted] = [t for t in fig.data if t.name == "retry (uncounted)"]
+    assert len(uncounted.x) == scheduled.detail.str.contains('"counted":false').sum() == 233
+    assert max(uncounted.x) == 9 and uncounted.marker.opacity == 0.7 and uncounted.marker.line.width == 2
