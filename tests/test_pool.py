@@ -195,9 +195,11 @@ def test_ctrl_c_cancels_the_queue_keeps_what_finished_prints_one_line_and_exits_
     assert proc.returncode == 130, err[-3000:]
     lines = [ln for ln in err.splitlines() if ln.strip() and not re.match(r"^lease-ledger wave \d+: ", ln)]  # tqdm
     assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
-    assert lines[0].startswith("alarmkit: explore lease-ledger interrupted: ") and "finished runs kept in journal" \
-        in lines[0] and lines[0].endswith("queued runs cancelled")
-    kept = int(lines[0].split("interrupted: ")[1].split(" finished")[0].replace(",", ""))
+    said = re.fullmatch(r"alarmkit: explore lease-ledger interrupted: ([\d,]+) finished (runs?) kept in journal .*; "
+                        r"queued runs cancelled", lines[0])
+    assert said, lines[0]
+    kept = int(said[1].replace(",", ""))
+    assert said[2] == ("run" if kept == 1 else "runs")
     with Journal(db) as j:
         runs = j.runs()
     assert len(runs) == kept > 0 and runs["complete"].all()  # whole runs only: Ctrl-C waited for each
