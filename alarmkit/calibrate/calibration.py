@@ -170,7 +170,7 @@ def run_sim(names: list[str], journal: Optional[Journal] = None, seed: int = SIM
     results, runs = {}, {}
     for n in names:
         spec = P.PROBES[n]
-        wd = SimWorkerd(seed=seed, journal=journal, scenario=f"calibrate:{n}", params=dict(spec.kwargs))
+        wd = SimWorkerd(seed=seed, journal=journal, scenario=f"calibrate:{n}", params=dict(spec.kwargs), **spec.sim)
         try:
             results[n] = run_probe(wd, n)
         finally:

@@ -16,17 +16,19 @@ arguments, whether it is long, whether it restarts workerd); ``runner.py`` runs 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .behaviour_probes import (
-    probe_abort, probe_bad_values, probe_delete_throw, probe_gate, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry,
-    probe_overlap, probe_past, probe_restart_pending, probe_set_throw, probe_twice,
+    probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm,
+    probe_lateness, probe_outside_during_retry, probe_overlap, probe_past, probe_rearm, probe_restart_pending,
+    probe_set_throw, probe_twice,
 )
 from .lab_probes import (
     scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival,
     scenario_wake_evicted,
 )
+from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
 
@@ -37,7 +39,13 @@ class ProbeSpec:
     kwargs: dict
     long: bool = False
     restarts: bool = False  # stops/starts workerd: never run concurrently with others
+    # the simulated side's SimWorkerd settings (default: profile "workerd" with local workerd's eviction);
+    # a probe of a behaviour only the workerd-local profile models is simulated under that profile
+    sim: dict = field(default_factory=dict)
 
+
+# the workerd-local profile at the twin's compatibility date (workerd.DEFAULT_COMPAT_DATE)
+LOCAL = {"profile": "workerd-local", "compatibility_date": DEFAULT_COMPAT_DATE}
 
 PROBES: dict[str, ProbeSpec] = {
     "normal": ProbeSpec(scenario_normal, {}),
@@ -58,6 +66,9 @@ PROBES: dict[str, ProbeSpec] = {
     "gate": ProbeSpec(probe_gate, {}),
     "abort_retry": ProbeSpec(probe_abort, {"retry_alarm": True}),
     "abort_no_retry": ProbeSpec(probe_abort, {"retry_alarm": False, "observe_s": 9.0}),
+    # ~16 s of real time, as wake_evicted: quick (they run in parallel with the others)
+    "cold_name": ProbeSpec(probe_cold_name, {}, sim=LOCAL),
+    "rearm_now": ProbeSpec(probe_rearm, {"chain": 5, "at": "now"}, sim=LOCAL),
     "overlap_inside": ProbeSpec(probe_overlap, {"variant": "inside"}),
     "overlap_outside": ProbeSpec(probe_overlap, {"variant": "outside", "sleep_ms": 600}),
     "lateness": ProbeSpec(probe_lateness, {}),
