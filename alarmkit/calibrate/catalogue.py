@@ -69,6 +69,7 @@ PROBES: dict[str, ProbeSpec] = {
     # ~16 s of real time, as wake_evicted: quick (they run in parallel with the others)
     "cold_name": ProbeSpec(probe_cold_name, {}, sim=LOCAL),
     "rearm_now": ProbeSpec(probe_rearm, {"chain": 5, "at": "now"}, sim=LOCAL),
+    "rearm_scheduled": ProbeSpec(probe_rearm, {"chain": 5, "at": "scheduled"}, sim=LOCAL),
     "overlap_inside": ProbeSpec(probe_overlap, {"variant": "inside"}),
     "overlap_outside": ProbeSpec(probe_overlap, {"variant": "outside", "sleep_ms": 600}),
     "lateness": ProbeSpec(probe_lateness, {}),

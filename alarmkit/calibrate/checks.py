@@ -281,7 +281,7 @@ FACTS: dict[str, Callable[[dict], dict]] = {
     "twice_later": _facts_twice, "twice_earlier_same_turn": _facts_twice, "delete_throw": _facts_delete_throw,
     "set_throw": _facts_set_throw, "set_throw_late": _facts_set_throw, "overlap_inside": _facts_overlap,
     "abort_retry": _facts_abort, "abort_no_retry": _facts_abort, "gate": _facts_gate, "cold_name": _facts_cold_name,
-    "rearm_now": _facts_rearm,
+    "rearm_now": _facts_rearm, "rearm_scheduled": _facts_rearm,
     "overlap_outside": _facts_overlap, "lateness": _facts_lateness, "outside_retry_earlier": _facts_outside,
     "outside_retry_later": _facts_outside, "outside_retry_delete": _facts_outside, "facet": _facts_facet,
     "restart_past_due": _facts_restart, "restart_future": _facts_restart,
@@ -367,6 +367,11 @@ def _t_restart(r, b):
     return [("fire - scheduledTime (after a restart)", x, b.late(cold=True)) for x in r["fire_minus_scheduled_ms"]]
 
 
+def _t_rearm(r, b):
+    xs = sorted(r["lateness_ms"])
+    return [("median lateness of the chain's runs", xs[len(xs) // 2] if xs else None, b.late())]
+
+
 TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
     "normal": _lateness, "crash_after_effect": _t_crash, "moves_only_earlier": _lateness,
     "exhaustion": _t_exhaustion, "revival": _t_revival, "revival_quick": _t_revival, "wake_evicted": _t_wake,
@@ -376,12 +381,8 @@ TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
     "abort_retry": _t_abort, "abort_no_retry": _t_abort, "overlap_inside": _t_overlap, "overlap_outside": _t_overlap,
     "lateness": _t_lateness, "outside_retry_earlier": _t_outside, "outside_retry_later": _t_outside,
     "restart_past_due": _t_restart, "restart_future": _t_restart, "cold_name": _t_wake,
-    "rearm_now": lambda r, b: [("median lateness of the chain's runs", _median(r["lateness_ms"]), b.late())],
+    "rearm_now": _t_rearm, "rearm_scheduled": _t_rearm,
 }
-
-
-def _median(xs: list) -> Any:
-    return sorted(xs)[len(xs) // 2] if xs else None
 
 
 def _info(name: str, r: dict) -> dict:
@@ -391,8 +392,8 @@ def _info(name: str, r: dict) -> dict:
     elif name == "lateness":
         out = {"lateness stats (ms)": r["stats"],
                "lateness of setAlarm(now + 50, 100, ..., 3000 ms)": [s["lateness_ms"] for s in r["samples"]]}
-    elif name == "rearm_now":
-        out = {"fires (1 + a chain of 5 re-arms)": r["fires"], "lateness of each run (ms)": r["lateness_ms"],
+    elif name in ("rearm_now", "rearm_scheduled"):
+        out = {f"fires (1 + a chain of {r['chain']} re-arms)": r["fires"], "lateness of each run (ms)": r["lateness_ms"],
                "re-arms stored at their own run's scheduledTime": sum(x["same_time"] for x in r["rearms"])}
     elif name == "cold_name":
         out = {"ctx.id.name in alarm()": r["name_in_alarm"], "constructed at (ms)": r["constructs_t"]}
