@@ -102,6 +102,30 @@ def test_alarm_wakes_evicted_object(quick):
                                             "current": r["expire_at"], "action": "keep"}]
 
 
+def test_cold_woken_alarm_sees_the_objects_name(quick):
+    # measured on npm workerd 1.20261117.1 (compat date 2026-11-17): evicted after ~10 s idle, the object
+    # is rebuilt for its alarm, and ctx.id.name is set in that constructor and in alarm()
+    r = _ok(quick, "cold_name")
+    assert len(r["constructs_t"]) == 2  # evicted, so the alarm woke it cold (else the probe measured nothing)
+    assert r["rebuilt_for_the_alarm"] is True
+    assert r["name_in_alarm"] == [r["obj"]]
+    assert r["name_in_constructor"] == [r["obj"], r["obj"]]
+    assert len(r["attempts"]) == 1 and 0 <= r["lateness_ms"][0] <= 500
+
+
+@pytest.mark.parametrize("name", ["rearm_now", "rearm_scheduled"])
+def test_rearm_at_now_inside_alarm_chains(quick, name):
+    # workerd issue 6866: setAlarm(Date.now()) / setAlarm(scheduledTime) inside alarm(), 5 times
+    r = _ok(quick, name)
+    assert all(a["retry_count"] == 0 for a in r["attempts"])
+    assert all(x >= 0 for x in r["lateness_ms"])  # never early
+    # the model (workerd-local, rearm_at_now="same-time-unfired") stalls only on a re-arm stored at the
+    # running alarm's own scheduledTime; every other re-arm chains
+    assert r["fires"] == r["fires_by_the_rule"]
+    if not any(x["same_time"] for x in r["rearms"]):
+        assert r["fires"] == 6 and r["alarm_after"] is None
+
+
 def test_revival_quick(quick):
     r = _ok(quick, "revival_quick")
     assert r["before_restart"]["alarm"] is None and r["before_restart"]["leases"] == ["a"]
