@@ -278,6 +278,8 @@ def test_overlay_figure_puts_real_and_simulated_runs_on_one_axis(ref):
     assert f"real workerd {DEFAULT_VERSION}" in titles and "simulator (profile workerd)" in titles
     assert fig.layout.title.text.startswith("crash_after_effect: real workerd")
     assert len(fig.data) > 4
+    local = [a.text for a in overlay_figure("rearm_now").layout.annotations]
+    assert "simulator (profile workerd-local)" in local  # simulated under the profile its ProbeSpec names
 
 
 # ---------------------------------------------------------------------------------------------
