@@ -140,6 +140,8 @@ def test_new_behaviour_probes_are_simulated_under_workerd_local_at_the_twins_com
     for name in ("cold_name", "rearm_now", "rearm_scheduled"):
         assert PROBES[name].sim == {"profile": "workerd-local", "compatibility_date": "2026-11-17"}
         assert not PROBES[name].long  # quick: cold_name takes ~16 s of real time, as wake_evicted does
+    assert PROBES["cold_name_2026_01"].sim == {"profile": "workerd-local", "compatibility_date": "2026-01-28"}
+    assert PROBES["cold_name_2026_01"].compat_date == "2026-01-28" and not PROBES["cold_name_2026_01"].long
     assert PROBES["normal"].sim == {}
 
 
@@ -150,6 +152,7 @@ def test_simulated_cold_wake_keeps_the_name_on_workerd_local_and_loses_it_before
     assert [a["t"] for a in r["attempts"]] == [15_001] and r["rebuilt_for_the_alarm"] is True
     assert r["name_in_constructor"] == [obj, obj] and r["name_in_alarm"] == [obj]
     # production's rule (profile workerd): before id_name_since (2026-03-15) a cold-woken instance has no name
+    assert _sim_as_catalogued("cold_name_2026_01")["name_in_alarm"] == [obj]  # workerd-local: id_name_since=None
     old = _sim_as_catalogued("cold_name", profile="workerd", compatibility_date="2026-01-28")
     assert old["name_in_constructor"] == [old["obj"], None] and old["name_in_alarm"] == [None]
     v = compare_results("cold_name", r, old)

@@ -17,7 +17,7 @@ arguments, whether it is long, whether it restarts workerd); ``runner.py`` runs 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 from .behaviour_probes import (
     probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm,
@@ -42,6 +42,8 @@ class ProbeSpec:
     # the simulated side's SimWorkerd settings (default: profile "workerd" with local workerd's eviction);
     # a probe of a behaviour only the workerd-local profile models is simulated under that profile
     sim: dict = field(default_factory=dict)
+    # runs on a workerd of its own started at this compatibility date (None: the twin's DEFAULT_COMPAT_DATE)
+    compat_date: Optional[str] = None
 
 
 # the workerd-local profile at the twin's compatibility date (workerd.DEFAULT_COMPAT_DATE)
@@ -68,6 +70,9 @@ PROBES: dict[str, ProbeSpec] = {
     "abort_no_retry": ProbeSpec(probe_abort, {"retry_alarm": False, "observe_s": 9.0}),
     # ~16 s of real time, as wake_evicted: quick (they run in parallel with the others)
     "cold_name": ProbeSpec(probe_cold_name, {}, sim=LOCAL),
+    # the same at a compatibility date before 2026-03-15 (cloudflare-docs PR 28956's cut-off for production)
+    "cold_name_2026_01": ProbeSpec(probe_cold_name, {}, sim={**LOCAL, "compatibility_date": "2026-01-28"},
+                                   compat_date="2026-01-28"),
     "rearm_now": ProbeSpec(probe_rearm, {"chain": 5, "at": "now"}, sim=LOCAL),
     "rearm_scheduled": ProbeSpec(probe_rearm, {"chain": 5, "at": "scheduled"}, sim=LOCAL),
     "overlap_inside": ProbeSpec(probe_overlap, {"variant": "inside"}),

@@ -281,6 +281,7 @@ FACTS: dict[str, Callable[[dict], dict]] = {
     "twice_later": _facts_twice, "twice_earlier_same_turn": _facts_twice, "delete_throw": _facts_delete_throw,
     "set_throw": _facts_set_throw, "set_throw_late": _facts_set_throw, "overlap_inside": _facts_overlap,
     "abort_retry": _facts_abort, "abort_no_retry": _facts_abort, "gate": _facts_gate, "cold_name": _facts_cold_name,
+    "cold_name_2026_01": _facts_cold_name,
     "rearm_now": _facts_rearm, "rearm_scheduled": _facts_rearm,
     "overlap_outside": _facts_overlap, "lateness": _facts_lateness, "outside_retry_earlier": _facts_outside,
     "outside_retry_later": _facts_outside, "outside_retry_delete": _facts_outside, "facet": _facts_facet,
@@ -381,6 +382,7 @@ TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
     "abort_retry": _t_abort, "abort_no_retry": _t_abort, "overlap_inside": _t_overlap, "overlap_outside": _t_overlap,
     "lateness": _t_lateness, "outside_retry_earlier": _t_outside, "outside_retry_later": _t_outside,
     "restart_past_due": _t_restart, "restart_future": _t_restart, "cold_name": _t_wake,
+    "cold_name_2026_01": _t_wake,
     "rearm_now": _t_rearm, "rearm_scheduled": _t_rearm,
 }
 
@@ -395,7 +397,7 @@ def _info(name: str, r: dict) -> dict:
     elif name in ("rearm_now", "rearm_scheduled"):
         out = {f"fires (1 + a chain of {r['chain']} re-arms)": r["fires"], "lateness of each run (ms)": r["lateness_ms"],
                "re-arms stored at their own run's scheduledTime": sum(x["same_time"] for x in r["rearms"])}
-    elif name == "cold_name":
+    elif name in ("cold_name", "cold_name_2026_01"):
         out = {"ctx.id.name in alarm()": r["name_in_alarm"], "constructed at (ms)": r["constructs_t"]}
     elif name in ("normal",):
         out = {"gap between the fires (ms)": r["gap_ms"]}
