@@ -11,7 +11,8 @@ epoch-ms value from workerd's own ``Date.now()``, named in each dict). Event lis
 
 Every wait is a bounded poll (``polling.py``). This module is the catalogue: ``PROBES`` maps each
 name to its ``ProbeSpec`` (the function in ``lab_probes.py`` or ``behaviour_probes.py``, its
-arguments, whether it is long, whether it restarts workerd); ``runner.py`` runs a selection.
+arguments, whether it is long, whether it restarts workerd, the compatibility date its workerd needs,
+the settings its simulated side runs under); ``runner.py`` runs a selection.
 """
 
 from __future__ import annotations
