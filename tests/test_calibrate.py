@@ -131,6 +131,61 @@ def test_simulated_stop_and_start_take_the_runtime_down_for_the_time_slept():
     assert (r["restart_at"], r["restart_began"], r["fire_minus_scheduled_ms"]) == (-1000, 1000, [1002])
 
 
+def _sim_as_catalogued(name, seed=0, **changes):
+    """The probe on the simulator as calibrate runs it (its ProbeSpec.sim settings), plus ``changes``."""
+    return run_probe(SimWorkerd(seed=seed, **{**PROBES[name].sim, **changes}), name)
+
+
+def test_new_behaviour_probes_are_simulated_under_workerd_local_at_the_twins_compat_date():
+    for name in ("cold_name", "rearm_now", "rearm_scheduled"):
+        assert PROBES[name].sim == {"profile": "workerd-local", "compatibility_date": "2026-11-17"}
+        assert not PROBES[name].long  # quick: cold_name takes ~16 s of real time, as wake_evicted does
+    assert PROBES["cold_name_2026_01"].sim == {"profile": "workerd-local", "compatibility_date": "2026-01-28"}
+    assert PROBES["cold_name_2026_01"].compat_date == "2026-01-28" and not PROBES["cold_name_2026_01"].long
+    assert PROBES["normal"].sim == {}
+
+
+def test_simulated_cold_wake_keeps_the_name_on_workerd_local_and_loses_it_before_the_compat_date():
+    r = _sim_as_catalogued("cold_name")
+    obj = r["obj"]
+    assert r["constructs_t"] == [0, 15_001]  # evicted after 10 s idle; rebuilt by the alarm, 1 ms late (seed 0)
+    assert [a["t"] for a in r["attempts"]] == [15_001] and r["rebuilt_for_the_alarm"] is True
+    assert r["name_in_constructor"] == [obj, obj] and r["name_in_alarm"] == [obj]
+    # production's rule (profile workerd): before id_name_since (2026-03-15) a cold-woken instance has no name
+    assert _sim_as_catalogued("cold_name_2026_01")["name_in_alarm"] == [obj]  # workerd-local: id_name_since=None
+    old = _sim_as_catalogued("cold_name", profile="workerd", compatibility_date="2026-01-28")
+    assert old["name_in_constructor"] == [old["obj"], None] and old["name_in_alarm"] == [None]
+    v = compare_results("cold_name", r, old)
+    assert [c.name for c in v.mismatches] == ["ctx.id.name in alarm() = the object's name",
+                                              "ctx.id.name in every constructor = the object's name"]
+
+
+@pytest.mark.parametrize("name", ["rearm_now", "rearm_scheduled"])
+def test_simulated_rearm_chain_stalls_only_where_a_run_started_in_its_scheduled_millisecond(name):
+    r = _sim_as_catalogued(name)
+    # workerd-local's seeded latency draws (seed 0): 1, 2, 1, 0 ms; the 0 ms start re-arms at its own
+    # scheduledTime, which stays stored and never fires (rearm_at_now="same-time-unfired")
+    assert [(a["t"], a["scheduled"]) for a in r["attempts"]] == [(101, 100), (103, 101), (104, 103), (104, 104)]
+    assert [x["same_time"] for x in r["rearms"]] == [False, False, False, True]
+    assert (r["fires"], r["fires_by_the_rule"], r["alarm_after"], r["overdue_after_ms"]) == (4, 4, 104, 2_896)
+    assert compare_results(name, r, r).match
+    # production's "fires" (and its fixed 2 ms latency): the whole chain runs, nothing stays stored
+    prod = _sim_as_catalogued(name, profile="workerd")
+    assert [a["t"] for a in prod["attempts"]] == [102, 104, 106, 108, 110, 112]
+    assert (prod["fires"], prod["fires_by_the_rule"], prod["alarm_after"]) == (6, 6, None)
+
+
+def test_rearm_check_judges_the_rule_not_the_count():
+    sim = _sim_as_catalogued("rearm_now")
+    real = json.loads(json.dumps(sim))
+    real.update(fires=6, alarm_after=None, lateness_ms=[1, 2, 1, 0, 3, 2])  # a same-time re-arm that chained anyway
+    v = compare_results("rearm_now", real, sim)
+    assert [(c.name, c.observed, c.simulated) for c in v.mismatches] == [
+        ("fires as the rule predicts (stall only on a re-arm at its own scheduledTime)", False, True)]
+    chained = _sim_as_catalogued("rearm_now", profile="workerd")  # 6 fires, no same-time re-arm: the rule holds
+    assert compare_results("rearm_now", chained, sim).match
+
+
 # ---------------------------------------------------------------------------------------------
 # the checks
 # ---------------------------------------------------------------------------------------------
@@ -226,6 +281,8 @@ def test_overlay_figure_puts_real_and_simulated_runs_on_one_axis(ref):
     assert f"real workerd {DEFAULT_VERSION}" in titles and "simulator (profile workerd)" in titles
     assert fig.layout.title.text.startswith("crash_after_effect: real workerd")
     assert len(fig.data) > 4
+    local = [a.text for a in overlay_figure("rearm_now").layout.annotations]
+    assert "simulator (profile workerd-local)" in local  # simulated under the profile its ProbeSpec names
 
 
 # ---------------------------------------------------------------------------------------------

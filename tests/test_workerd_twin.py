@@ -14,7 +14,7 @@ import pytest
 
 from alarmkit.calibrate.catalogue import PROBES, QUICK
 from alarmkit.calibrate.runner import run_probe, run_probes
-from alarmkit.calibrate.workerd import WorkerdProcess
+from alarmkit.calibrate.workerd import DEFAULT_COMPAT_DATE, WorkerdProcess
 
 SET_ALARM_LE_ZERO = "setAlarm() cannot be called with an alarm time <= 0"
 FACET_ALARM_ERROR = "Error: Facets currently cannot set alarms."
@@ -26,18 +26,18 @@ SLACK_MS = 250
 LONG = os.environ.get("ALARMKIT_LONG") == "1"
 
 
-QUICK_SHARED = [n for n in QUICK if not PROBES[n].restarts]
-QUICK_RESTARTING = [n for n in QUICK if PROBES[n].restarts]
+QUICK_SHARED = [n for n in QUICK if not PROBES[n].restarts and not PROBES[n].compat_date]
+QUICK_ALONE = [n for n in QUICK if n not in QUICK_SHARED]  # restart workerd, or need another compat date
 
 
 @pytest.fixture(scope="module")
 def quick(workerd_binary):
-    """All quick probes; restarting ones get a workerd of their own each."""
+    """All quick probes; restarting ones and those needing another compatibility date get a workerd each."""
     binary = workerd_binary
     with WorkerdProcess(binary) as wd:
         res = run_probes(wd, QUICK_SHARED, parallel=4)
-    for name in QUICK_RESTARTING:
-        with WorkerdProcess(binary) as wd:
+    for name in QUICK_ALONE:
+        with WorkerdProcess(binary, compat_date=PROBES[name].compat_date or DEFAULT_COMPAT_DATE) as wd:
             res[name] = run_probe(wd, name)
     return res
 
@@ -100,6 +100,32 @@ def test_alarm_wakes_evicted_object(quick):
         # the constructor's getAlarm() sees the stored alarm, so the guard keeps it
         assert r["constructor_ensure"] == [{"src": "construct", "next": r["expire_at"],
                                             "current": r["expire_at"], "action": "keep"}]
+
+
+@pytest.mark.parametrize("name", ["cold_name", "cold_name_2026_01"])
+def test_cold_woken_alarm_sees_the_objects_name(quick, name):
+    # measured on npm workerd 1.20261117.1 at compat dates 2026-11-17 and 2026-01-28 (before production's
+    # 2026-03-15): evicted after ~10 s idle, the object is rebuilt for its alarm, and ctx.id.name is set
+    # in that constructor and in alarm()
+    r = _ok(quick, name)
+    assert len(r["constructs_t"]) == 2  # evicted, so the alarm woke it cold (else the probe measured nothing)
+    assert r["rebuilt_for_the_alarm"] is True
+    assert r["name_in_alarm"] == [r["obj"]]
+    assert r["name_in_constructor"] == [r["obj"], r["obj"]]
+    assert len(r["attempts"]) == 1 and 0 <= r["lateness_ms"][0] <= 500
+
+
+@pytest.mark.parametrize("name", ["rearm_now", "rearm_scheduled"])
+def test_rearm_at_now_inside_alarm_chains(quick, name):
+    # workerd issue 6866: setAlarm(Date.now()) / setAlarm(scheduledTime) inside alarm(), 5 times
+    r = _ok(quick, name)
+    assert all(a["retry_count"] == 0 for a in r["attempts"])
+    assert all(x >= 0 for x in r["lateness_ms"])  # never early
+    # the model (workerd-local, rearm_at_now="same-time-unfired") stalls only on a re-arm stored at the
+    # running alarm's own scheduledTime; every other re-arm chains
+    assert r["fires"] == r["fires_by_the_rule"]
+    if not any(x["same_time"] for x in r["rearms"]):
+        assert r["fires"] == 6 and r["alarm_after"] is None
 
 
 def test_revival_quick(quick):
@@ -281,6 +307,13 @@ def test_exhaustion_and_revival(workerd_binary):
 # ---------------------------------------------------------------------------------------------
 # helpers that need no workerd
 # ---------------------------------------------------------------------------------------------
+
+def test_a_probe_needing_another_compat_date_refuses_the_shared_workerd(workerd_binary):
+    with WorkerdProcess(workerd_binary) as wd:  # started at DEFAULT_COMPAT_DATE
+        r = run_probe(wd, "cold_name_2026_01")
+    assert r["error"].startswith("WorkerdError: probe cold_name_2026_01 needs a workerd started at compatibility "
+                                 "date 2026-01-28, this one runs 2026-11-17")
+
 
 def test_render_config(tmp_path):
     from alarmkit.calibrate.workerd import render_config

@@ -172,6 +172,68 @@ def probe_gate(wd: WorkerdProcess) -> dict:
     return out
 
 
+def probe_cold_name(wd: WorkerdProcess, delay_ms: int = 15000, timeout: float = 25.0) -> dict:
+    """``ctx.id.name`` in an alarm() that woke the object cold: arm ``delay_ms`` ahead, make no request
+    until then (workerd-local evicts an idle object after ~10 s), then read what the rebuilding
+    constructor and alarm() saw (partykit issues 333/390; cloudflare-docs PR 28956). ~16 s."""
+    obj = new_name(wd, "probe-coldname")
+    wd.probe("config", obj, mode="name")
+    wd.probe("arm", obj, rel=delay_ms)
+    wd.sleep(delay_ms / 1000.0 + 1.0)  # no request meanwhile: a poll would keep the object in memory
+    ev, ok = probe_wait(wd, obj, count_kind("alarm_end", 1), timeout - delay_ms / 1000.0)
+    t0 = anchor_t(ev)
+    rel = rel_events(ev, t0)
+    att = attempt_rows(rel)
+    constructs = of_kind(rel, "construct")
+    first = att[0]["t"] if att else None
+    woke = [c for c in constructs if c["t"] > 0 and first is not None and c["t"] <= first]
+    names = of_kind(rel, "id_name")
+    return {
+        "probe": "cold_name", "obj": obj, "t0_ms": t0, "completed": ok, "delay_ms": delay_ms,
+        "constructs_t": [c["t"] for c in constructs], "rebuilt_for_the_alarm": bool(woke),
+        "name_in_constructor": [c["detail"].get("id_name") for c in constructs],
+        "name_in_alarm": [e["detail"].get("id_name") for e in names],
+        "attempts": att, "lateness_ms": [a["t"] - a["scheduled"] for a in att if a["scheduled"] is not None],
+        "events": rel,
+    }
+
+
+def probe_rearm(wd: WorkerdProcess, chain: int = 5, at: str = "now", observe_s: float = 3.0) -> dict:
+    """A chain of ``chain`` re-arms inside alarm(): ``setAlarm(Date.now())`` (``at="now"``) or
+    ``setAlarm(scheduledTime)`` (``"scheduled"``), workerd issue 6866. How many runs within
+    ``observe_s``, and did each re-arm land on its own run's scheduledTime (the case that stalls
+    under ``rearm_at_now="same-time-unfired"``)?"""
+    obj = new_name(wd, f"probe-rearm-{at}")
+    wd.probe("config", obj, mode="rearm", chain_left=chain, at=at)
+    wd.probe("arm", obj, rel=100)
+    wd.sleep(observe_s)
+    ev = probe_events(wd, obj)
+    after = wd.probe("get", obj)
+    t0 = anchor_t(ev)
+    rel = rel_events(ev, t0)
+    att = attempt_rows(rel)
+    rearms, running = [], None
+    for e in rel:
+        if e["kind"] == "alarm_start":
+            running = e["scheduled"]
+        elif e["kind"] in ("set_alarm", "set_alarm_error") and e["detail"].get("src") == "rearm":
+            stored = rel_ms(e["detail"].get("after"), t0)
+            rearms.append({"t": e["t"], "running_scheduled": running, "requested": e["scheduled"], "stored": stored,
+                           "error": e["detail"].get("error"), "same_time": stored is not None and stored == running})
+    # the model's rule (Profile.rearm_at_now "same-time-unfired"): the chain runs on until a re-arm
+    # is stored at the running alarm's own scheduledTime; that one stays stored and never fires
+    stall = next((i for i, r in enumerate(rearms) if r["same_time"]), None)
+    return {
+        "probe": "rearm", "obj": obj, "t0_ms": t0, "chain": chain, "at": at, "observe_s": observe_s,
+        "attempts": att, "fires": len(att), "rearms": rearms,
+        "fires_by_the_rule": 1 + (len(rearms) if stall is None else stall),
+        "lateness_ms": [a["t"] - a["scheduled"] for a in att if a["scheduled"] is not None],
+        "alarm_after": rel_ms(after["alarm"], t0), "overdue_after_ms": None if after["alarm"] is None
+        else after["now"] - after["alarm"],
+        "events": rel,
+    }
+
+
 def probe_overlap(wd: WorkerdProcess, variant: str = "inside", sleep_ms: int = 300, second_ms: int = 50) -> dict:
     """Does a second alarm() start while the first awaits a timer?
 

@@ -138,12 +138,14 @@ def run_real(names: list[str], binary: Optional[str] = None, parallel: int = 4,
     if not binary:
         raise WorkerdError("workerd is not installed: run `alarmkit calibrate --install-only` (needs Node.js and npm)")
     long_chain = [n for n in names if P.PROBES[n].long]
-    alone = [n for n in names if P.PROBES[n].restarts and not P.PROBES[n].long]
+    # a probe that restarts workerd, or needs another compatibility date, gets a workerd of its own
+    alone = [n for n in names if (P.PROBES[n].restarts or P.PROBES[n].compat_date) and not P.PROBES[n].long]
     shared = [n for n in names if n not in long_chain and n not in alone]
 
-    def group(members: list[str], include_long: bool = False, inner: int = 1) -> dict[str, dict]:
+    def group(members: list[str], include_long: bool = False, inner: int = 1,
+              compat_date: Optional[str] = None) -> dict[str, dict]:
         try:
-            with WorkerdProcess(binary) as wd:
+            with WorkerdProcess(binary, compat_date=compat_date or DEFAULT_COMPAT_DATE) as wd:
                 out = run_probes(wd, members, include_long=include_long, parallel=inner)
         except WorkerdError as e:
             return _failed(members, e)
@@ -157,7 +159,7 @@ def run_real(names: list[str], binary: Optional[str] = None, parallel: int = 4,
             results.update(group(shared, False, parallel))
         # workerd's start-up is a burst of CPU: starting the restarting probes' workerds while the
         # shared probes measure lateness made fires ~100 ms late on 2 cores, so they come after
-        for j in [ex.submit(group, [n]) for n in alone]:
+        for j in [ex.submit(group, [n], False, 1, P.PROBES[n].compat_date) for n in alone]:
             results.update(j.result())
         if chain is not None:
             results.update(chain.result())
@@ -170,7 +172,7 @@ def run_sim(names: list[str], journal: Optional[Journal] = None, seed: int = SIM
     results, runs = {}, {}
     for n in names:
         spec = P.PROBES[n]
-        wd = SimWorkerd(seed=seed, journal=journal, scenario=f"calibrate:{n}", params=dict(spec.kwargs))
+        wd = SimWorkerd(seed=seed, journal=journal, scenario=f"calibrate:{n}", params=dict(spec.kwargs), **spec.sim)
         try:
             results[n] = run_probe(wd, n)
         finally:

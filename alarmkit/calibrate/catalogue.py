@@ -11,22 +11,25 @@ epoch-ms value from workerd's own ``Date.now()``, named in each dict). Event lis
 
 Every wait is a bounded poll (``polling.py``). This module is the catalogue: ``PROBES`` maps each
 name to its ``ProbeSpec`` (the function in ``lab_probes.py`` or ``behaviour_probes.py``, its
-arguments, whether it is long, whether it restarts workerd); ``runner.py`` runs a selection.
+arguments, whether it is long, whether it restarts workerd, the compatibility date its workerd needs,
+the settings its simulated side runs under); ``runner.py`` runs a selection.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 from .behaviour_probes import (
-    probe_abort, probe_bad_values, probe_delete_throw, probe_gate, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry,
-    probe_overlap, probe_past, probe_restart_pending, probe_set_throw, probe_twice,
+    probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm,
+    probe_lateness, probe_outside_during_retry, probe_overlap, probe_past, probe_rearm, probe_restart_pending,
+    probe_set_throw, probe_twice,
 )
 from .lab_probes import (
     scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival,
     scenario_wake_evicted,
 )
+from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
 
@@ -37,7 +40,15 @@ class ProbeSpec:
     kwargs: dict
     long: bool = False
     restarts: bool = False  # stops/starts workerd: never run concurrently with others
+    # the simulated side's SimWorkerd settings (default: profile "workerd" with local workerd's eviction);
+    # a probe of a behaviour only the workerd-local profile models is simulated under that profile
+    sim: dict = field(default_factory=dict)
+    # runs on a workerd of its own started at this compatibility date (None: the twin's DEFAULT_COMPAT_DATE)
+    compat_date: Optional[str] = None
 
+
+# the workerd-local profile at the twin's compatibility date (workerd.DEFAULT_COMPAT_DATE)
+LOCAL = {"profile": "workerd-local", "compatibility_date": DEFAULT_COMPAT_DATE}
 
 PROBES: dict[str, ProbeSpec] = {
     "normal": ProbeSpec(scenario_normal, {}),
@@ -58,6 +69,13 @@ PROBES: dict[str, ProbeSpec] = {
     "gate": ProbeSpec(probe_gate, {}),
     "abort_retry": ProbeSpec(probe_abort, {"retry_alarm": True}),
     "abort_no_retry": ProbeSpec(probe_abort, {"retry_alarm": False, "observe_s": 9.0}),
+    # ~16 s of real time, as wake_evicted: quick (they run in parallel with the others)
+    "cold_name": ProbeSpec(probe_cold_name, {}, sim=LOCAL),
+    # the same at a compatibility date before 2026-03-15 (cloudflare-docs PR 28956's cut-off for production)
+    "cold_name_2026_01": ProbeSpec(probe_cold_name, {}, sim={**LOCAL, "compatibility_date": "2026-01-28"},
+                                   compat_date="2026-01-28"),
+    "rearm_now": ProbeSpec(probe_rearm, {"chain": 5, "at": "now"}, sim=LOCAL),
+    "rearm_scheduled": ProbeSpec(probe_rearm, {"chain": 5, "at": "scheduled"}, sim=LOCAL),
     "overlap_inside": ProbeSpec(probe_overlap, {"variant": "inside"}),
     "overlap_outside": ProbeSpec(probe_overlap, {"variant": "outside", "sleep_ms": 600}),
     "lateness": ProbeSpec(probe_lateness, {}),

@@ -258,13 +258,31 @@ def _texts_bad(r):
     return {f"setAlarm({x['label']}): message": (x["error"] or {}).get("message") for x in r["results"]}
 
 
+def _facts_cold_name(r):
+    return {**_ledger(r), "evicted before the alarm": len(r["constructs_t"]) > 1,
+            "rebuilt for the alarm": r["rebuilt_for_the_alarm"],
+            "ctx.id.name in alarm() = the object's name": [n == r["obj"] for n in r["name_in_alarm"]],
+            "ctx.id.name in every constructor = the object's name": all(n == r["obj"] for n in r["name_in_constructor"])}
+
+
+def _facts_rearm(r):
+    # the run count itself depends on each run's lateness (a 0 ms start stalls under workerd-local): what
+    # must agree is the rule, applied to each side's own runs (see docs/calibration.md)
+    return {"fires as the rule predicts (stall only on a re-arm at its own scheduledTime)":
+            r["fires"] == r["fires_by_the_rule"], "retry_counts all 0": all(a["retry_count"] == 0 for a in r["attempts"]),
+            "every re-arm stored": all(x["stored"] is not None and x["error"] is None for x in r["rearms"]),
+            "alarm after: none once the chain ran out, else stored": (r["alarm_after"] is None) == (r["fires"] == r["chain"] + 1)}
+
+
 FACTS: dict[str, Callable[[dict], dict]] = {
     "normal": _facts_normal, "crash_after_effect": _facts_crash, "moves_only_earlier": _facts_earlier,
     "exhaustion": _facts_exhaustion, "revival_quick": _facts_revival, "revival": _facts_revival,
     "wake_evicted": _facts_wake, "getalarm": _facts_getalarm, "bad_values": _facts_bad, "past": _facts_past,
     "twice_later": _facts_twice, "twice_earlier_same_turn": _facts_twice, "delete_throw": _facts_delete_throw,
     "set_throw": _facts_set_throw, "set_throw_late": _facts_set_throw, "overlap_inside": _facts_overlap,
-    "abort_retry": _facts_abort, "abort_no_retry": _facts_abort, "gate": _facts_gate,
+    "abort_retry": _facts_abort, "abort_no_retry": _facts_abort, "gate": _facts_gate, "cold_name": _facts_cold_name,
+    "cold_name_2026_01": _facts_cold_name,
+    "rearm_now": _facts_rearm, "rearm_scheduled": _facts_rearm,
     "overlap_outside": _facts_overlap, "lateness": _facts_lateness, "outside_retry_earlier": _facts_outside,
     "outside_retry_later": _facts_outside, "outside_retry_delete": _facts_outside, "facet": _facts_facet,
     "restart_past_due": _facts_restart, "restart_future": _facts_restart,
@@ -350,6 +368,11 @@ def _t_restart(r, b):
     return [("fire - scheduledTime (after a restart)", x, b.late(cold=True)) for x in r["fire_minus_scheduled_ms"]]
 
 
+def _t_rearm(r, b):
+    xs = sorted(r["lateness_ms"])
+    return [("median lateness of the chain's runs", xs[len(xs) // 2] if xs else None, b.late())]
+
+
 TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
     "normal": _lateness, "crash_after_effect": _t_crash, "moves_only_earlier": _lateness,
     "exhaustion": _t_exhaustion, "revival": _t_revival, "revival_quick": _t_revival, "wake_evicted": _t_wake,
@@ -358,7 +381,9 @@ TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
     "set_throw_late": _t_set_throw, "gate": lambda r, b: [("first read to last write", r["span_ms"], b.late())],
     "abort_retry": _t_abort, "abort_no_retry": _t_abort, "overlap_inside": _t_overlap, "overlap_outside": _t_overlap,
     "lateness": _t_lateness, "outside_retry_earlier": _t_outside, "outside_retry_later": _t_outside,
-    "restart_past_due": _t_restart, "restart_future": _t_restart,
+    "restart_past_due": _t_restart, "restart_future": _t_restart, "cold_name": _t_wake,
+    "cold_name_2026_01": _t_wake,
+    "rearm_now": _t_rearm, "rearm_scheduled": _t_rearm,
 }
 
 
@@ -369,6 +394,11 @@ def _info(name: str, r: dict) -> dict:
     elif name == "lateness":
         out = {"lateness stats (ms)": r["stats"],
                "lateness of setAlarm(now + 50, 100, ..., 3000 ms)": [s["lateness_ms"] for s in r["samples"]]}
+    elif name in ("rearm_now", "rearm_scheduled"):
+        out = {f"fires (1 + a chain of {r['chain']} re-arms)": r["fires"], "lateness of each run (ms)": r["lateness_ms"],
+               "re-arms stored at their own run's scheduledTime": sum(x["same_time"] for x in r["rearms"])}
+    elif name in ("cold_name", "cold_name_2026_01"):
+        out = {"ctx.id.name in alarm()": r["name_in_alarm"], "constructed at (ms)": r["constructs_t"]}
     elif name in ("normal",):
         out = {"gap between the fires (ms)": r["gap_ms"]}
     return out

@@ -19,6 +19,7 @@ facet_step         facet_broken for the failed setAlarm call into a facet, else 
 grant, lab, config call (method = twin kind)
 ensure, inside,    not imported (notes inside a handler; the raw rows stay in the
 sleep_*, delete_*  probe's stored result)
+id_name            not imported (ctx.id.name as the twin saw it; the cold_name probe's checks read it)
 =================  =================================================================
 
 Times are milliseconds relative to the probe's anchor ``t0_ms``; object ids lose their random

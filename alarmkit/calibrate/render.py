@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from ..errors import AlarmkitError
 from ..plots import compare, esc
 from ..report import report_html
+from .catalogue import PROBES
 from .importer import canonical_object
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +51,9 @@ def overlay_events(cal: "Calibration", probe: str) -> dict[str, pd.DataFrame]:
     sim = sim[~pd.Series(is_read, index=sim.index)]
     if res.get("restart_at") is not None and res.get("probe") == "revival":  # the revival starts at the restart
         sim = sim[sim["t_ms"] >= res["restart_at"] - 500]
-    return {f"real workerd {cal.version}": real, "simulator (profile workerd)": sim}
+    spec = PROBES.get(probe)
+    return {f"real workerd {cal.version}": real,
+            f"simulator (profile {spec.sim.get('profile', 'workerd') if spec else 'workerd'})": sim}
 
 
 def overlay_figure(probe: str, cal: "Calibration | None" = None) -> go.Figure:

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from .catalogue import LONG, PROBES, QUICK
 from .lab_probes import scenario_revival
-from .workerd import WorkerdProcess
+from .workerd import WorkerdError, WorkerdProcess
 
 __all__ = ["run_probe", "run_probes", "strip_events"]
 
@@ -17,7 +17,11 @@ __all__ = ["run_probe", "run_probes", "strip_events"]
 def run_probe(wd: WorkerdProcess, name: str) -> dict:
     spec = PROBES[name]
     started = time.monotonic()
+    have = getattr(wd, "compat_date", None)
     try:
+        if spec.compat_date and have not in (spec.compat_date, "simulated"):
+            raise WorkerdError(f"probe {name} needs a workerd started at compatibility date {spec.compat_date}, "
+                               f"this one runs {have}: start WorkerdProcess(compat_date={spec.compat_date!r})")
         out = spec.fn(wd, **spec.kwargs)
     except Exception as e:  # keep the other probes' results
         out = {"probe": name, "error": f"{type(e).__name__}: {e}"}

@@ -177,7 +177,7 @@ class TwinProbe(DurableObject):
         self.sql.exec(JOURNAL_DDL)
         self.sql.exec("CREATE TABLE IF NOT EXISTS cfg (k TEXT PRIMARY KEY, v TEXT NOT NULL)")
         self.sql.exec("CREATE TABLE IF NOT EXISTS parent_work (n INTEGER)")
-        journal(self, "construct", detail={"facets": "object", "exports": "object"})
+        journal(self, "construct", detail={"facets": "object", "exports": "object", "id_name": ctx.id.name})
 
     def cfg(self) -> dict:
         return {r["k"]: json.loads(r["v"]) for r in self.sql.exec("SELECT k, v FROM cfg").to_list()}
@@ -242,6 +242,13 @@ class TwinProbe(DurableObject):
                 journal(self, "abort", **base, detail={"run": run, "retry_alarm": retry_alarm})
                 await storage.sync()  # the journal row and the counter must outlive the reset
                 self.ctx.abort(f"probe abort (run {run})", retry_alarm=retry_alarm)
+        elif mode == "name":
+            journal(self, "id_name", **base, detail={"run": run, "id_name": self.ctx.id.name})
+        elif mode == "rearm":
+            chain_left = cfg.get("chain_left") or 0
+            if chain_left > 0:
+                self.set_cfg({"chain_left": chain_left - 1})
+                await self.set_alarm_j(info.scheduled_time if cfg.get("at") == "scheduled" else self.ctx.now(), "rearm")
         elif mode == "sleep" and run == 1:
             if cfg.get("inner_ms") is not None:
                 await self.set_alarm_j(self.ctx.now() + cfg["inner_ms"], "handler")

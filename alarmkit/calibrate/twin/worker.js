@@ -203,6 +203,9 @@ export class LeaseLedger extends DurableObject {
 //   mode set_throw    : setAlarm(now+delay) then throw (while throws_left > 0)
 //   mode sleep        : first run only: optionally setAlarm(now+inner_ms), then await sleep_ms
 //   mode abort        : while throws_left > 0: journal, await storage.sync(), ctx.abort(reason, {retryAlarm})
+//   mode name         : journal ctx.id.name (the constructor journals it too: a cold wake's name)
+//   mode rearm        : while chain_left > 0: setAlarm(Date.now()) (at "now") or setAlarm(scheduledTime)
+//                       (at "scheduled"), decremented first (workerd issue 6866)
 // ---------------------------------------------------------------------------------------------
 export class Probe extends DurableObject {
   constructor(ctx, env) {
@@ -211,7 +214,9 @@ export class Probe extends DurableObject {
     this.sql.exec(JOURNAL_DDL);
     this.sql.exec(`CREATE TABLE IF NOT EXISTS cfg (k TEXT PRIMARY KEY, v TEXT NOT NULL)`);
     this.sql.exec(`CREATE TABLE IF NOT EXISTS parent_work (n INTEGER)`);
-    journal(this.sql, "construct", { detail: { facets: typeof ctx.facets, exports: typeof ctx.exports } });
+    journal(this.sql, "construct", {
+      detail: { facets: typeof ctx.facets, exports: typeof ctx.exports, id_name: ctx.id.name ?? null },
+    });
   }
 
   cfg() {
@@ -286,6 +291,14 @@ export class Probe extends DurableObject {
         journal(this.sql, "abort", { ...base, detail: { run, retry_alarm: retryAlarm } });
         await this.ctx.storage.sync(); // the journal row and the counter must outlive the reset
         this.ctx.abort(`probe abort (run ${run})`, { retryAlarm });
+      }
+    } else if (mode === "name") {
+      journal(this.sql, "id_name", { ...base, detail: { run, id_name: this.ctx.id.name ?? null } });
+    } else if (mode === "rearm") {
+      const chainLeft = cfg.chain_left || 0;
+      if (chainLeft > 0) {
+        this.setCfg({ chain_left: chainLeft - 1 });
+        await this.setAlarmJ(cfg.at === "scheduled" ? info.scheduledTime : Date.now(), "rearm");
       }
     } else if (mode === "sleep") {
       if (run === 1) {
