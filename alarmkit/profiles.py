@@ -144,6 +144,9 @@ class Profile:
     # SQLite and KV storage; compatibility dates 2026-11-17 and 2026-01-28) ran every tick, but no handler
     # there started in the same millisecond as its scheduledTime (1 to 60 ms late), so the equal-time
     # case itself was not re-observed. The reporter saw older local builds clear it instead.
+    # Calibration probes rearm_now / rearm_scheduled (chains of five re-arms): every real chain ran all six
+    # fires; workerd-local's model stalls about a third of such chains, since its latency sample is 0 ms in
+    # 2 of 27 fires (docs/calibration.md, differences found (7)).
     rearm_at_now: str = "fires"
     # the Worker's compatibility date (YYYY-MM-DD); only id_name_since reads it
     compatibility_date: str = "2026-11-17"
