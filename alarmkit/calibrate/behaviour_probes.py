@@ -12,6 +12,20 @@ from .polling import (
 )
 from .workerd import WorkerdProcess
 
+def _watch(wd: WorkerdProcess, prefix: str, observe_s: float, **config) -> tuple:
+    """A fresh object configured with ``config``, its alarm armed 100 ms ahead, watched for ``observe_s``:
+    (object, get_alarm after, t0, its events relative to t0, its attempts)."""
+    obj = new_name(wd, prefix)
+    wd.probe("config", obj, **config)
+    wd.probe("arm", obj, rel=100)
+    wd.sleep(observe_s)
+    ev = probe_events(wd, obj)
+    after = wd.probe("get", obj)
+    t0 = anchor_t(ev)
+    rel = rel_events(ev, t0)
+    return obj, after, t0, rel, attempt_rows(rel)
+
+
 def probe_getalarm(wd: WorkerdProcess, delay_ms: int = 300) -> dict:
     """getAlarm() at handler start, after a setAlarm inside it, after deleteAlarm inside it; and
     getAlarm from outside before the fire and after the handler."""
@@ -89,15 +103,7 @@ def probe_twice(wd: WorkerdProcess, first_ms: int = 400, second_ms: int = 900, a
 
 def probe_delete_throw(wd: WorkerdProcess, observe_s: float = 6.0) -> dict:
     """Handler calls deleteAlarm() then throws (once): is there a retry?"""
-    obj = new_name(wd, "probe-delthrow")
-    wd.probe("config", obj, mode="delete_throw", throws_left=1)
-    wd.probe("arm", obj, rel=100)
-    wd.sleep(observe_s)
-    ev = probe_events(wd, obj)
-    after = wd.probe("get", obj)
-    t0 = anchor_t(ev)
-    rel = rel_events(ev, t0)
-    att = attempt_rows(rel)
+    obj, after, t0, rel, att = _watch(wd, "probe-delthrow", observe_s, mode="delete_throw", throws_left=1)
     return {
         "probe": "delete_throw", "obj": obj, "t0_ms": t0, "observe_s": observe_s,
         "attempts": att, "fires": len(att), "retry_counts": [a["retry_count"] for a in att],
@@ -110,16 +116,8 @@ def probe_delete_throw(wd: WorkerdProcess, observe_s: float = 6.0) -> dict:
 
 def probe_set_throw(wd: WorkerdProcess, delay_ms: int = 1000, observe_s: Optional[float] = None) -> dict:
     """Handler calls setAlarm(now+delay) then throws (once): does the new alarm replace the retry?"""
-    obj = new_name(wd, "probe-setthrow")
-    wd.probe("config", obj, mode="set_throw", throws_left=1, delay=delay_ms)
-    wd.probe("arm", obj, rel=100)
     observe_s = observe_s if observe_s is not None else delay_ms / 1000.0 + 4.0
-    wd.sleep(observe_s)
-    ev = probe_events(wd, obj)
-    after = wd.probe("get", obj)
-    t0 = anchor_t(ev)
-    rel = rel_events(ev, t0)
-    att = attempt_rows(rel)
+    obj, after, t0, rel, att = _watch(wd, "probe-setthrow", observe_s, mode="set_throw", throws_left=1, delay=delay_ms)
     throws = of_kind(rel, "throw")
     inner = [e for e in of_kind(rel, "set_alarm") if e["detail"].get("src") == "handler"]
     return {
@@ -135,15 +133,8 @@ def probe_set_throw(wd: WorkerdProcess, delay_ms: int = 1000, observe_s: Optiona
 
 def probe_abort(wd: WorkerdProcess, retry_alarm: bool = True, observe_s: float = 6.0) -> dict:
     """alarm() calls ctx.abort(reason, {retryAlarm}) once (after storage.sync()): is there a retry?"""
-    obj = new_name(wd, f"probe-abort-{'retry' if retry_alarm else 'noretry'}")
-    wd.probe("config", obj, mode="abort", throws_left=1, retry_alarm=retry_alarm)
-    wd.probe("arm", obj, rel=100)
-    wd.sleep(observe_s)
-    ev = probe_events(wd, obj)
-    after = wd.probe("get", obj)
-    t0 = anchor_t(ev)
-    rel = rel_events(ev, t0)
-    att = attempt_rows(rel)
+    obj, after, t0, rel, att = _watch(wd, f"probe-abort-{'retry' if retry_alarm else 'noretry'}", observe_s,
+                                      mode="abort", throws_left=1, retry_alarm=retry_alarm)
     aborts = of_kind(rel, "abort")
     return {
         "probe": "abort", "obj": obj, "t0_ms": t0, "retry_alarm": retry_alarm, "observe_s": observe_s,
@@ -203,15 +194,7 @@ def probe_rearm(wd: WorkerdProcess, chain: int = 5, at: str = "now", observe_s: 
     ``setAlarm(scheduledTime)`` (``"scheduled"``), workerd issue 6866. How many runs within
     ``observe_s``, and did each re-arm land on its own run's scheduledTime (the case that stalls
     under ``rearm_at_now="same-time-unfired"``)?"""
-    obj = new_name(wd, f"probe-rearm-{at}")
-    wd.probe("config", obj, mode="rearm", chain_left=chain, at=at)
-    wd.probe("arm", obj, rel=100)
-    wd.sleep(observe_s)
-    ev = probe_events(wd, obj)
-    after = wd.probe("get", obj)
-    t0 = anchor_t(ev)
-    rel = rel_events(ev, t0)
-    att = attempt_rows(rel)
+    obj, after, t0, rel, att = _watch(wd, f"probe-rearm-{at}", observe_s, mode="rearm", chain_left=chain, at=at)
     rearms, running = [], None
     for e in rel:
         if e["kind"] == "alarm_start":
