@@ -191,7 +191,8 @@ class Host:
     def _on_suspend(self, task: Task) -> None:
         if self.starting:
             self._started(task)
-        if self.sim.faults.crash_at_suspend(self, task):
+        sim = self.sim  # with no fault plan (the base Faults), crash_at_suspend is False: not called
+        if sim.fault_hooks and sim.faults.crash_at_suspend(self, task):
             self.crash(f"injected at await {task.awaits} of {task.name}")
         else:
             self.commit()
