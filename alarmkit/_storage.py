@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import zlib
 from collections import OrderedDict
 from typing import Any, Iterator
 
@@ -23,8 +24,11 @@ _TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b
 
 class ConnectionPool:
     """At most ``size`` databases hold an open SQLite connection (about 15-40 KiB each); the
-    least recently used ones are parked as their serialized image (a few KiB for a small object).
-    Parking never happens inside a transaction, so it cannot change what a simulation sees."""
+    least recently used ones are parked as their serialized image, zlib-compressed (issue 17: a
+    lease ledger's 2,048-byte image, four 512-byte pages mostly zeros, parks in 290 bytes; level 1
+    costs ~10 us to park and ~3 us to reopen, beside SQLite's own connect; RSS per object at 100k
+    leases 4,470 -> 2,511 B with the host's lazy ``starting`` set). Parking never happens inside a
+    transaction, so it cannot change what a simulation sees."""
 
     def __init__(self, size: int = 2048) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -55,7 +59,7 @@ class Database:
 
     def __init__(self, pool: ConnectionPool | None = None) -> None:
         self._conn: sqlite3.Connection | None = None
-        self._image: bytes | None = None
+        self._image: bytes | None = None  # the parked database: zlib.compress(conn.serialize(), 1)
         self._kv_ready = False
         self._pool = pool
 
@@ -67,7 +71,7 @@ class Database:
             if self._image is None:
                 conn.execute("PRAGMA page_size=512")  # small pages keep many small databases cheap
             else:
-                conn.deserialize(self._image)
+                conn.deserialize(zlib.decompress(self._image))
                 self._image = None
         if self._pool is not None:
             self._pool.touch(self)
@@ -77,7 +81,7 @@ class Database:
         conn = self._conn
         if conn is None or conn.in_transaction:
             return False
-        self._image = conn.serialize()
+        self._image = zlib.compress(conn.serialize(), 1)
         conn.close()
         self._conn = None
         return True

@@ -4,9 +4,13 @@
     python benchmarks/bench_core.py --quick    # a tenth of the size, for a smoke run
     python benchmarks/bench_core.py --repeat 5 # benchmarks 1 and 2 five times each, best counts (default 3)
 
-1. alarm lifecycles/s: N objects, each re-arming R times at random +1..1000 ms from a trivial handler,
-   journal on and flushed to a DuckDB file; beside it SimPy running N processes x R timeouts.
-   Target: alarmkit >= 0.5x SimPy's rate.
+1. alarm lifecycles/s: N objects, each re-arming R times at random +1..1000 ms from a trivial handler
+   that awaits set_alarm (as README teaches), journal on and flushed to a DuckDB file. Two peers in
+   the same run (issue 17, target 1): SimPy running N processes x R timeouts (bare; target >= 0.5x),
+   and a like-for-like SimPy process doing the same bookkeeping (the alarm row per object, the fire,
+   arm and handler_ok events as integers) inserted into a DuckDB file at the end (target >= 1.0x).
+1b. the same with one SQL write per fire (an upsert into the object's own SQLite database), beside
+   SimPy plus raw sqlite3 doing the same write in one database per process (target 2: >= 0.67x).
 2. journal ingest alone: buffered events/s into a DuckDB file. Target >= 2,000,000 events/s (issue 17).
    Logging them (Simulation.log) is timed apart and printed beside it.
 3. M objects each granted one lease that expires: wall time and peak RSS (in a child process).
@@ -40,12 +44,26 @@ class Rearm(DurableObject):
         self.left = Rearm.budget
 
     async def start(self):
-        self.ctx.storage.set_alarm(self.ctx.now() + self.env.rng.randint(1, 1000))
+        await self.ctx.storage.set_alarm(self.ctx.now() + self.env.rng.randint(1, 1000))
 
     async def alarm(self, info):
         self.left -= 1
         if self.left > 0:
-            self.ctx.storage.set_alarm(self.ctx.now() + self.env.rng.randint(1, 1000))
+            await self.ctx.storage.set_alarm(self.ctx.now() + self.env.rng.randint(1, 1000))
+
+
+class RearmSql(Rearm):
+    """Rearm plus one durable SQL write per fire (issue 17, target 2)."""
+
+    def __init__(self, ctx, env):
+        super().__init__(ctx, env)
+        ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS fires (k INTEGER PRIMARY KEY, n INTEGER)")
+
+    async def alarm(self, info):
+        self.left -= 1
+        self.ctx.storage.sql.exec("INSERT OR REPLACE INTO fires (k, n) VALUES (1, ?)", self.left)
+        if self.left > 0:
+            await self.ctx.storage.set_alarm(self.ctx.now() + self.env.rng.randint(1, 1000))
 
 
 def _quiet_gc() -> None:
@@ -55,13 +73,13 @@ def _quiet_gc() -> None:
     gc.freeze()
 
 
-def bench_alarmkit(objects: int, rearms: int, db: Path) -> tuple[float, int, int]:
+def bench_alarmkit(objects: int, rearms: int, db: Path, cls: type = Rearm) -> tuple[float, int, int]:
     Rearm.budget = rearms
     journal = Journal(db)
     # no idle eviction during the run, so every object lives R fires (as each SimPy process does)
     sim = Simulation(seed=1, journal=journal, scenario="bench-lifecycles", idle_evict_ms=10**9)
     sim.env.rng = sim.kernel.rng
-    ns = sim.namespace("R", Rearm)
+    ns = sim.namespace("R", cls)
     _quiet_gc()
     t0 = time.perf_counter()
     for i in range(objects):
@@ -95,6 +113,98 @@ def bench_simpy(processes: int, timeouts: int) -> tuple[float, int]:
     t0 = time.perf_counter()
     env.run()
     return time.perf_counter() - t0, done[0]
+
+
+# the like-for-like peer's event kinds, as integer codes
+_FIRE, _ARM, _OK = 1, 2, 3
+
+
+def bench_simpy_journal(processes: int, timeouts: int, db: Path) -> tuple[float, int, int]:
+    """SimPy doing alarmkit's bookkeeping (issue 17, target 1's like-for-like peer): per process an
+    alarm row (a dict entry, as the scheduler's ``rows``), and per timeout three events (fire, arm or
+    none at the last, handler_ok with the next alarm) as integers in one flat list, inserted into a
+    DuckDB file at the end, inside the timing (alarmkit's figure includes its journal's close too).
+    Process creation (alarmkit's ``start()`` calls) is timed as well. Returns (seconds, timeouts, events)."""
+    import random
+
+    import duckdb
+    import pyarrow as pa
+    import simpy
+
+    env = simpy.Environment()
+    rng = random.Random(1)
+    rows: dict[int, int] = {}
+    buf: list = []
+
+    def proc(env, i):
+        now = env.now
+        at = rows[i] = now + rng.randint(1, 1000)
+        buf.extend((now, i, _ARM, at, None, None))
+        for n in range(timeouts):
+            yield env.timeout(at - env.now)
+            now = env.now
+            buf.extend((now, i, _FIRE, at, None, n + 1))
+            if n + 1 < timeouts:
+                nxt = rows[i] = now + rng.randint(1, 1000)
+                buf.extend((now, i, _ARM, nxt, at, None))
+            else:
+                nxt = None
+                del rows[i]
+            buf.extend((now, i, _OK, at, nxt, None))
+            at = nxt
+
+    _quiet_gc()
+    t0 = time.perf_counter()
+    for i in range(processes):
+        env.process(proc(env, i))
+    env.run()
+    names = ("t_ms", "object", "kind", "scheduled_ms", "other_ms", "n")
+    batch = pa.table({name: pa.array(buf[k::6], pa.int64()) for k, name in enumerate(names)})
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE events (t_ms BIGINT, object BIGINT, kind BIGINT, scheduled_ms BIGINT, "
+                "other_ms BIGINT, n BIGINT)")
+    con.execute("INSERT INTO events SELECT * FROM batch")
+    con.close()
+    wall = time.perf_counter() - t0
+    return wall, timeouts * processes, len(buf) // 6
+
+
+def bench_simpy_sql(processes: int, timeouts: int) -> tuple[float, int]:
+    """Bare SimPy plus raw ``sqlite3`` doing RearmSql's write (issue 17, target 2's peer): one
+    in-memory database per process (as alarmkit keeps one per object), the same upsert per
+    timeout in autocommit (one durable statement)."""
+    import random
+    import sqlite3
+
+    import simpy
+
+    env = simpy.Environment()
+    rng = random.Random(1)
+    done = [0]
+    conns = []
+    for _ in range(processes):
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute("PRAGMA page_size=512")
+        conn.execute("CREATE TABLE IF NOT EXISTS fires (k INTEGER PRIMARY KEY, n INTEGER)")
+        conns.append(conn)
+
+    def proc(env, conn):
+        left = timeouts
+        for _ in range(timeouts):
+            yield env.timeout(rng.randint(1, 1000))
+            left -= 1
+            conn.execute("INSERT OR REPLACE INTO fires (k, n) VALUES (1, ?)", (left,))
+            done[0] += 1
+
+    for conn in conns:
+        env.process(proc(env, conn))
+    _quiet_gc()
+    t0 = time.perf_counter()
+    env.run()
+    wall = time.perf_counter() - t0
+    for conn in conns:
+        conn.close()
+    return wall, done[0]
 
 
 def bench_ingest(events: int, db: Path) -> tuple[float, float, int]:
@@ -177,6 +287,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a tenth of the size")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     ap.add_argument("--repeat", type=int, default=3, help="runs of benchmarks 1 and 2; the best counts (default 3)")
+    ap.add_argument("--only", choices=("1", "2", "3", "4"), nargs="+", default=None,
+                    help="run only these benchmarks (1 includes 1b)")
     ap.add_argument("--leases", type=int, default=None,
                     help="objects of benchmark 3 (default 100,000; issue 17's target is 1,000,000 within 4 GiB)")
     a = ap.parse_args()
@@ -185,6 +297,7 @@ def main() -> None:
     scale = 10 if a.quick else 1
     objects, rearms, events, leases = 10_000 // scale, 100, 1_000_000 // scale, 100_000 // scale
     leases = a.leases or leases
+    want = set(a.only or ("1", "2", "3", "4"))
     out: dict = {}
     t0 = time.perf_counter()
     for _ in range(10_000_000):
@@ -194,48 +307,76 @@ def main() -> None:
     print(f"0. this machine: a 10M-iteration empty Python loop takes {loop:.2f} s (absolute rates scale with it)")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        # The peers run in turns and each keeps its best time (as timeit does): on a shared machine
-        # the least disturbed run is the truest; the spread of the paired ratios is printed too.
-        ak_walls, sp_walls = [], []
-        for rep in range(a.repeat):
-            ak_wall, fires, total = bench_alarmkit(objects, rearms, tmp / f"lifecycles-{rep}.duckdb")
-            sp_wall, timeouts = bench_simpy(objects, rearms)
-            ak_walls.append(ak_wall)
-            sp_walls.append(sp_wall)
-        ak_rate, sp_rate = fires / min(ak_walls), timeouts / min(sp_walls)
-        pairs = sorted((fires / ak) / (timeouts / sp) for ak, sp in zip(ak_walls, sp_walls))
-        out["lifecycles"] = {"alarmkit_per_s": ak_rate, "simpy_per_s": sp_rate, "ratio": ak_rate / sp_rate,
-                             "paired_ratios": pairs, "fires": fires, "events": total}
-        print(f"1. alarm lifecycles (best of {a.repeat}): alarmkit {fires:,} fires ({total:,} journal events) "
-              f"in {min(ak_walls):.2f} s = {ak_rate:,.0f}/s; SimPy {timeouts:,} timeouts in {min(sp_walls):.2f} s "
-              f"= {sp_rate:,.0f}/s; ratio {ak_rate / sp_rate:.2f}x (target >= 0.5x; "
-              f"paired runs {pairs[0]:.2f}x..{pairs[-1]:.2f}x)")
+        if "1" in want:
+            # The peers run in turns and each keeps its best time (as timeit does): on a shared machine
+            # the least disturbed run is the truest; the spread of the paired ratios is printed too.
+            ak_walls, sp_walls, lk_walls = [], [], []
+            for rep in range(a.repeat):
+                ak_wall, fires, total = bench_alarmkit(objects, rearms, tmp / f"lifecycles-{rep}.duckdb")
+                sp_wall, timeouts = bench_simpy(objects, rearms)
+                lk_wall, lk_fires, lk_events = bench_simpy_journal(objects, rearms, tmp / f"simpy-{rep}.duckdb")
+                ak_walls.append(ak_wall)
+                sp_walls.append(sp_wall)
+                lk_walls.append(lk_wall)
+            ak_rate, sp_rate, lk_rate = fires / min(ak_walls), timeouts / min(sp_walls), lk_fires / min(lk_walls)
+            pairs = sorted((fires / ak) / (timeouts / sp) for ak, sp in zip(ak_walls, sp_walls))
+            lk_pairs = sorted((fires / ak) / (lk_fires / lk) for ak, lk in zip(ak_walls, lk_walls))
+            out["lifecycles"] = {"alarmkit_per_s": ak_rate, "simpy_per_s": sp_rate, "ratio": ak_rate / sp_rate,
+                                 "paired_ratios": pairs, "fires": fires, "events": total,
+                                 "simpy_journal_per_s": lk_rate, "ratio_like_for_like": ak_rate / lk_rate,
+                                 "paired_ratios_like_for_like": lk_pairs, "simpy_journal_events": lk_events}
+            print(f"1. alarm lifecycles (best of {a.repeat}): alarmkit {fires:,} fires ({total:,} journal events) "
+                  f"in {min(ak_walls):.2f} s = {ak_rate:,.0f}/s;\n"
+                  f"   bare SimPy {timeouts:,} timeouts in {min(sp_walls):.2f} s = {sp_rate:,.0f}/s; ratio "
+                  f"{ak_rate / sp_rate:.2f}x (target >= 0.5x; paired runs {pairs[0]:.2f}x..{pairs[-1]:.2f}x);\n"
+                  f"   like-for-like SimPy ({lk_events:,} integer events into a DuckDB file) in {min(lk_walls):.2f} s = "
+                  f"{lk_rate:,.0f}/s; ratio {ak_rate / lk_rate:.2f}x (target >= 1.0x; paired runs "
+                  f"{lk_pairs[0]:.2f}x..{lk_pairs[-1]:.2f}x)")
 
-        runs = [bench_ingest(events, tmp / f"ingest-{rep}.duckdb") for rep in range(a.repeat)]
-        ing_wall, log_wall, events = min(w for w, _, _ in runs), min(lw for _, lw, _ in runs), runs[0][2]
-        rates = sorted(events / w / 1e6 for w, _, _ in runs)
-        out["ingest"] = {"events": events, "per_s": events / ing_wall, "log_per_s": events / log_wall,
-                         "both_per_s": events / (ing_wall + log_wall), "runs_million_per_s": rates}
-        print(f"2. journal ingest (best of {a.repeat}): {events:,} buffered events into a DuckDB file in "
-              f"{ing_wall:.2f} s = {events / ing_wall:,.0f} events/s (target >= 2,000,000/s: "
-              f"{events / ing_wall / 2e6:.2f}x; runs {rates[0] / 2:.2f}x..{rates[-1] / 2:.2f}x); logging them took "
-              f"{log_wall:.2f} s ({events / log_wall:,.0f}/s), both together {events / (ing_wall + log_wall):,.0f}/s")
+            sql_objects, sql_rearms = 2_000 // scale, 50  # issue 17's size: every database stays open (pool 2,048)
+            sq_walls, ps_walls = [], []
+            for rep in range(a.repeat):
+                sq_wall, sq_fires, _ = bench_alarmkit(sql_objects, sql_rearms, tmp / f"sql-{rep}.duckdb", RearmSql)
+                ps_wall, ps_fires = bench_simpy_sql(sql_objects, sql_rearms)
+                sq_walls.append(sq_wall)
+                ps_walls.append(ps_wall)
+            sq_rate, ps_rate = sq_fires / min(sq_walls), ps_fires / min(ps_walls)
+            sq_pairs = sorted((sq_fires / w) / (ps_fires / p) for w, p in zip(sq_walls, ps_walls))
+            out["lifecycles_sql"] = {"alarmkit_per_s": sq_rate, "simpy_sqlite_per_s": ps_rate, "ratio": sq_rate / ps_rate,
+                                     "paired_ratios": sq_pairs, "fires": sq_fires}
+            print(f"1b. one SQL write per fire ({sql_objects:,} objects x {sql_rearms}, best of {a.repeat}): alarmkit "
+                  f"{sq_rate:,.0f}/s (journal to a DuckDB file); SimPy + raw sqlite3 {ps_rate:,.0f}/s; ratio "
+                  f"{sq_rate / ps_rate:.2f}x (target >= 0.67x; paired runs {sq_pairs[0]:.2f}x..{sq_pairs[-1]:.2f}x)")
 
-        child = subprocess.run([sys.executable, "-c", LEASES_CHILD, str(leases), str(tmp / "leases.duckdb")],
-                               capture_output=True, text=True, check=True)
-        r = json.loads(child.stdout)
-        gib = r["peak_rss_kib"] / 2**20
-        out["leases"] = {"objects": leases, **r, "peak_rss_gib": gib}
-        budget = 4 if leases > 100_000 else 2
-        print(f"3. {leases:,} objects x one expiring lease: {r['wall']:.2f} s wall, peak RSS {gib:.2f} GiB "
-              f"({gib / budget:.2f}x the {budget} GiB budget); {r['effects']:,} revokes, {r['left']} leases left")
+        if "2" in want:
+            runs = [bench_ingest(events, tmp / f"ingest-{rep}.duckdb") for rep in range(a.repeat)]
+            ing_wall, log_wall, events = min(w for w, _, _ in runs), min(lw for _, lw, _ in runs), runs[0][2]
+            rates = sorted(events / w / 1e6 for w, _, _ in runs)
+            out["ingest"] = {"events": events, "per_s": events / ing_wall, "log_per_s": events / log_wall,
+                             "both_per_s": events / (ing_wall + log_wall), "runs_million_per_s": rates}
+            print(f"2. journal ingest (best of {a.repeat}): {events:,} buffered events into a DuckDB file in "
+                  f"{ing_wall:.2f} s = {events / ing_wall:,.0f} events/s (target >= 2,000,000/s: "
+                  f"{events / ing_wall / 2e6:.2f}x; runs {rates[0] / 2:.2f}x..{rates[-1] / 2:.2f}x); logging them took "
+                  f"{log_wall:.2f} s ({events / log_wall:,.0f}/s), both together {events / (ing_wall + log_wall):,.0f}/s")
 
-        runs, ex_db, ex_none = bench_explore(100 // scale, tmp / "explore.duckdb")
-        out["explore"] = {"runs": runs, "journal_s": ex_db, "no_journal_s": ex_none,
-                          "runs_per_s": runs / ex_db, "no_journal_runs_per_s": runs / ex_none}
-        print(f"4. explore lease-ledger ({runs} runs: its crash-point search and {100 // scale} seeds, one process): "
-              f"{runs / ex_db:,.0f} runs/s journaled to a DuckDB file, {runs / ex_none:,.0f} runs/s without a journal "
-              f"(journaled at {ex_none / ex_db:.2f}x the runs alone)")
+        if "3" in want:
+            child = subprocess.run([sys.executable, "-c", LEASES_CHILD, str(leases), str(tmp / "leases.duckdb")],
+                                   capture_output=True, text=True, check=True)
+            r = json.loads(child.stdout)
+            gib = r["peak_rss_kib"] / 2**20
+            out["leases"] = {"objects": leases, **r, "peak_rss_gib": gib}
+            budget = 4 if leases > 100_000 else 2
+            print(f"3. {leases:,} objects x one expiring lease: {r['wall']:.2f} s wall, peak RSS {gib:.2f} GiB "
+                  f"({gib / budget:.2f}x the {budget} GiB budget); {r['effects']:,} revokes, {r['left']} leases left")
+
+        if "4" in want:
+            runs, ex_db, ex_none = bench_explore(100 // scale, tmp / "explore.duckdb")
+            out["explore"] = {"runs": runs, "journal_s": ex_db, "no_journal_s": ex_none,
+                              "runs_per_s": runs / ex_db, "no_journal_runs_per_s": runs / ex_none}
+            print(f"4. explore lease-ledger ({runs} runs: its crash-point search and {100 // scale} seeds, one process): "
+                  f"{runs / ex_db:,.0f} runs/s journaled to a DuckDB file, {runs / ex_none:,.0f} runs/s without a journal "
+                  f"(journaled at {ex_none / ex_db:.2f}x the runs alone)")
+
     if a.json:
         print(json.dumps(out))
 
