@@ -25,7 +25,6 @@ CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_lease_ledger_tour.py"
 KEEPALIVE = ROOT / "notebooks" / "05_guestbook_keepalive.py"
-SHARED_SHOTS = Path("/work/wt/_shared/shots")  # where the lead collects screenshots, when it exists
 
 pytestmark = [
     pytest.mark.browser,
@@ -331,10 +330,6 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
                 shot = shots / f"explorer-nb05-at-{t_ms}ms.png"
                 explorer.screenshot(path=str(shot))
                 print(f"screenshot: {shot}")
-            if SHARED_SHOTS.is_dir():
-                import shutil
-
-                shutil.copy(shots / "explorer-nb05-at-301000ms.png", SHARED_SHOTS / "explorer-after-slider.png")
         except BaseException:
             page.screenshot(path=str(shots / "failure.png"))
             print(f"screenshot: {shots / 'failure.png'}")
