@@ -32,6 +32,10 @@ __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
 SCHEDULERS: dict[str, Callable[[Simulation], AlarmBackend]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
 
 
+# the name of the task that wakes an object (or waits out its gate) to deliver an alarm: make_ctx knows
+# a constructor run in it is a cold wake by an alarm (Profile.id_name_since)
+WAKE_FOR_ALARM = "deliver"
+
 class Simulation:
     """Durable Objects under a virtual clock, with a runtime profile and a journal.
 
@@ -173,7 +177,7 @@ class Simulation:
     def make_ctx(self, host: Host) -> DurableObjectState:
         ctx = DurableObjectState(host)
         current = self.kernel.current
-        if current is not None and current.name == "deliver" and not self.profile.id_name_on_cold_alarm():
+        if current is not None and current.name == WAKE_FOR_ALARM and not self.profile.id_name_on_cold_alarm():
             ctx.id = ObjectId(host.name, None)  # woken cold by an alarm: no name (Profile.id_name_since)
         return ctx
 
@@ -237,7 +241,7 @@ class Simulation:
         if host.instance is not None and host.gate is None and not host.locks:
             self._start_handler(host, scheduled, retry_count, n, done, token)
         else:  # asleep or gated (a read in flight): the constructor (and its block_concurrency_while) runs first
-            self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done, token), "deliver")
+            self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done, token), WAKE_FOR_ALARM)
 
     async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
         try:

@@ -7,6 +7,7 @@ project's shared folder for the facts these reproduce.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -220,8 +221,6 @@ REARM_AT_NOW = ("fires", "same-time-unfired")
 
 
 def _is_date(value: Any) -> bool:
-    import datetime
-
     if not isinstance(value, str) or len(value) != 10:
         return False
     try:
