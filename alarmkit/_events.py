@@ -3,9 +3,21 @@
 An event is ``t_ms, host code, kind, scheduled_ms, prev_scheduled_ms, retry_count, detail``;
 its ``seq`` is its position. A host code indexes ``labels`` and ``namespaces``, so a million
 buffered events hold ints and shared strings until they leave as Arrow dictionary columns.
-``detail`` is None or JSON text: the hot kinds (fire, arm, handler_ok) format theirs as they
-log, the others are serialised then, so no event holds an object for the garbage collector to
-walk and the column goes to Arrow as it is.
+``detail`` is None or JSON text, serialised as the event is logged, so no event holds an object
+for the garbage collector to walk and the column goes to Arrow as it is.
+
+Two hot kinds are logged *packed*, their detail's one number in a column they leave empty:
+every delivery logs a ``fire`` and most end with a ``handler_ok``, and formatting their text
+cost more than the rest of logging them (issue 17). A packed event's host code is stored as
+``~code`` (negative; an unpacked one is a code >= 0 or None), ``prev_scheduled_ms`` holds the
+number and ``detail`` is None. ``EventBatch`` renders them on the way out, the same text the
+journal always held (``render``):
+
+- ``fire``: the attempt number ``n``; detail ``{"attempt":n,"late_ms":t_ms - scheduled_ms}``
+- ``handler_ok``: the next alarm ``next`` (or None); detail ``{"next_ms":next}`` (``null``)
+
+Both have ``prev_scheduled_ms`` NULL once rendered. Nothing outside this module and the two
+places that log them (``Simulation.deliver`` and ``_alarm_done``) sees a packed event.
 """
 
 from __future__ import annotations
@@ -15,8 +27,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail"]
+__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail", "render"]
 
 WIDTH = 7  # values per event in the flat list
 
@@ -94,6 +107,13 @@ def arm_detail(prev: int | None, at: int, cause: str) -> str:
     return text
 
 
+def render(kind: str, t: int, scheduled: int, number: int | None) -> str:
+    """A packed event's detail as the journal holds it (see the module docstring)."""
+    if kind == "fire":
+        return f'{{"attempt":{number},"late_ms":{t - scheduled}}}'
+    return '{"next_ms":null}' if number is None else f'{{"next_ms":{number}}}'
+
+
 class EventBuffer:
     """Where ``Simulation.log`` appends; ``take()`` hands the buffered events over as a batch."""
 
@@ -148,20 +168,45 @@ class EventBatch:
         d, n = self.data, len(self)
         namespaces, labels = self.buffer.dictionaries()
         hosts = pa.array(d[1::WIDTH], pa.int32())
+        t, kinds, sched = pa.array(d[0::WIDTH], pa.int64()), pa.array(d[2::WIDTH], pa.string()), pa.array(d[3::WIDTH], pa.int64())
+        prev, detail = pa.array(d[4::WIDTH], pa.int64()), pa.array(d[6::WIDTH], pa.string())
+        packed = pc.fill_null(pc.less(hosts, 0), False)
+        if pc.any(packed).as_py():  # render(), column by column
+            hosts = pc.if_else(packed, pc.bit_wise_not(hosts), hosts)
+            number = pc.cast(prev, pa.string())
+            fire = pc.binary_join_element_wise(
+                '{"attempt":', number, ',"late_ms":', pc.cast(pc.subtract(t, sched), pa.string()), "}", "")
+            ok = pc.coalesce(pc.binary_join_element_wise('{"next_ms":', number, "}", ""), '{"next_ms":null}')
+            detail = pc.if_else(packed, pc.if_else(pc.equal(kinds, "fire"), fire, ok), detail)
+            prev = pc.if_else(packed, pa.nulls(n, pa.int64()), prev)
         run = np.full(n, -1 if run_id is None else run_id, np.int32)
         arrays = [
             pa.array(run, mask=np.full(n, run_id is None)),
             pa.array(np.arange(self.seq0, self.seq0 + n, dtype=np.int64)),
-            pa.array(d[0::WIDTH], pa.int64()),
+            t,
             pa.DictionaryArray.from_arrays(hosts, namespaces),
             pa.DictionaryArray.from_arrays(hosts, labels),
-            pa.array(d[2::WIDTH], pa.string()).dictionary_encode(),
-            pa.array(d[3::WIDTH], pa.int64()),
-            pa.array(d[4::WIDTH], pa.int64()),
+            kinds.dictionary_encode(),
+            sched,
+            prev,
             pa.array(d[5::WIDTH], pa.int32()),
-            pa.array(d[6::WIDTH], pa.string()),
+            detail,
         ]
         return pa.Table.from_arrays(arrays, names=schema.names)
+
+    def plain(self, run_id: int | None) -> list[tuple]:
+        """The events as plain tuples in the journal's column order (``run_id`` first), detail as text:
+        what a journal keeps of a batch that could not become Arrow."""
+        namespaces, labels, d, out = self.buffer.namespaces, self.buffer.labels, self.data, []
+        seq = self.seq0
+        for i in range(0, len(d), WIDTH):
+            t, h, kind, sched, prev, retry, detail = d[i:i + WIDTH]
+            if h is not None and h < 0:  # packed
+                h, detail, prev = ~h, render(kind, t, sched, prev), None
+            out.append((run_id, seq, t, None if h is None else namespaces[h], None if h is None else labels[h],
+                        kind, sched, prev, retry, detail))
+            seq += 1
+        return out
 
     def rows(self) -> list[EventRow]:
         """The events as ``EventRow`` values, detail parsed."""
@@ -172,6 +217,10 @@ class EventBatch:
             t, h, kind, sched, prev, retry, detail = d[i:i + WIDTH]
             if detail.__class__ is str:
                 detail = loads(detail)
+            elif h is not None and h < 0:  # packed: render()'s text, parsed
+                h = ~h
+                detail = {"attempt": prev, "late_ms": t - sched} if kind == "fire" else {"next_ms": prev}
+                prev = None
             if h is None:
                 out.append(_row(EventRow, (seq, t, None, None, kind, sched, prev, retry, detail)))
             else:

@@ -234,8 +234,9 @@ class Simulation:
         """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``: how every
         ``AlarmBackend`` delivers an alarm (the one delivery API)."""
         host.invocations = n = host.invocations + 1
-        now, buf = self.kernel.now, self._buf  # log(), inlined: the fire and handler_ok of every delivery
-        buf += (now, host.code, "fire", scheduled, None, retry_count, f'{{"attempt":{n},"late_ms":{now - scheduled}}}')
+        # log(), inlined, and the event packed (_events: its attempt number, no text; issue 17: N -> M instructions)
+        buf = self._buf
+        buf += (self.kernel.now, ~host.code, "fire", scheduled, n, retry_count, None)
         if len(buf) >= self._flush_len:
             self._auto_flush()
         if host.instance is not None and host.gate is None and not host.locks:
@@ -291,8 +292,8 @@ class Simulation:
         err = task._exc
         if err is None:
             nxt = host.alarm_backend.get(host)
-            self._buf += (self.kernel.now, host.code, "handler_ok", scheduled, None, retry_count,
-                          _NEXT_NONE if nxt is None else f'{{"next_ms":{nxt}}}')  # log(), inlined; deliver() flushes
+            # log(), inlined and packed as deliver()'s fire is (_events); deliver() flushes
+            self._buf += (self.kernel.now, ~host.code, "handler_ok", scheduled, nxt, retry_count, None)
             done(token, True, False)
         else:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
@@ -420,7 +421,6 @@ class Simulation:
 
 
 _new_tuple = tuple.__new__
-_NEXT_NONE = '{"next_ms":null}'
 
 
 async def _value(value: Any) -> Any:

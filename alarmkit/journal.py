@@ -18,7 +18,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from ._events import WIDTH, EventBatch, EventRow
+from ._events import EventBatch, EventRow
 from ._events import dump as _dump
 from .errors import AlarmkitError, JournalLocked, JournalWriteError
 
@@ -391,12 +391,7 @@ def _raw_rows(run_id: int | None, rows: list[tuple] | EventBatch) -> list[tuple]
     """A batch that cannot become Arrow, as plain rows in EVENT_COLUMNS order: nothing converted, nothing lost."""
     if not isinstance(rows, EventBatch):
         return [(run_id, *r) for r in rows]
-    namespaces, labels, d = rows.buffer.namespaces, rows.buffer.labels, rows.data
-    return [
-        (run_id, rows.seq0 + i // WIDTH, d[i], None if d[i + 1] is None else namespaces[d[i + 1]],
-         None if d[i + 1] is None else labels[d[i + 1]], *d[i + 2:i + WIDTH])
-        for i in range(0, len(d), WIDTH)
-    ]
+    return rows.plain(run_id)
 
 
 def _holder(err: Exception) -> str:

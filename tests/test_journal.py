@@ -309,3 +309,34 @@ def test_add_runs_with_a_bad_value_falls_back_to_run_by_run_and_keeps_the_events
         assert j.sql("SELECT seed FROM runs ORDER BY run_id")["seed"].tolist() == [1, 2]  # as run by run: run 1 whole
         assert len(j.events(1)) == 1 and j.events(2).empty
         assert [r[2] for r in j.unwritten_rows()] == [2**70]  # the bad run's event, kept
+
+
+@pytest.mark.parametrize("name", ["lease-exhaustion", "prod-rearm-at-now"])  # retries (late, attempts > 1); next_ms both ways
+def test_packed_hot_events_read_the_same_every_way_out(tmp_path, name):
+    """fire and handler_ok are buffered packed (their number in prev_scheduled_ms, no text: _events);
+    the journal file, sim.rows, sim.events() and a kept batch's plain rows all show the same event."""
+    from alarmkit import run_scenario
+
+    journal = Journal(tmp_path / "j.duckdb")
+    r = run_scenario(name, seed=3, journal=journal)
+    written = journal.events(r.run_id)
+    alone = run_scenario(name, seed=3)  # no journal: read from the buffer
+    rows, frame = alone.sim.rows, alone.sim.events()
+    plain = alone.sim.buffer.batch().plain(None)
+    fires = written[written.kind == "fire"]
+    assert len(fires) > 3 and fires.prev_scheduled_ms.isna().all()
+    for _, e in fires.iterrows():
+        late = e.t_ms - e.scheduled_ms
+        assert e.detail.startswith('{"attempt":') and e.detail.endswith(f',"late_ms":{late}}}')
+    assert fires.detail.str.contains('"attempt":1,').sum() < len(fires)  # later attempts too
+    oks = written[written.kind == "handler_ok"].detail
+    assert oks.str.match(r'^\{"next_ms":(null|\d+)\}$').all()
+    if name == "prod-rearm-at-now":
+        assert set(oks) >= {'{"next_ms":null}', '{"next_ms":1000}'}
+    cols = ["seq", "t_ms", "namespace", "object_id", "kind", "scheduled_ms", "prev_scheduled_ms", "retry_count", "detail"]
+    assert written[cols].astype(object).where(written[cols].notna(), None).values.tolist() == \
+        frame[cols].astype(object).where(frame[cols].notna(), None).values.tolist()
+    assert [list(p[1:]) for p in plain] == frame[cols].astype(object).where(frame[cols].notna(), None).values.tolist()
+    assert [(x.kind, x.prev_scheduled_ms, x.detail) for x in rows] == \
+        [(p[5], p[7], None if p[9] is None else json.loads(p[9])) for p in plain]
+    journal.close()
