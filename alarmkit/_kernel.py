@@ -34,6 +34,11 @@ class Kernel:
     """Virtual clock + timer heap + microtask queue + one seeded random source.
 
     ``run()`` and ``run_until_complete()`` stop runaway work with ``RunawayError``: see ``_budget``.
+
+    ``at_instant_end``: a function called once (then cleared) when the current instant's work is
+    done (no microtask ready, no timer due now), before the clock moves or a run returns. It may arm
+    timers; with ``reserve()`` one armed then orders as if armed when the seq was reserved. The
+    runtime's handler watchdog uses it to arm nothing for a handler that ends in the instant it began.
     """
 
     def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS,
@@ -55,18 +60,27 @@ class Kernel:
         self._ready: deque = deque()
         self.current: Task | None = None  # the task being stepped, for whoever asks
         self._ready_none = Ready(self, None)  # immutable, so one serves every checkpoint(None)
+        self.at_instant_end: Callable[[], None] | None = None
 
     # -- scheduling -----------------------------------------------------------------
-    def call_at(self, t: int, fn: Callable, *args: Any) -> list:
-        """Run ``fn(*args)`` at virtual time ``t`` (an int of ms); returns a handle for ``cancel``."""
+    def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> list:
+        """Run ``fn(*args)`` at virtual time ``t`` (an int of ms); returns a handle for ``cancel``.
+        ``seq``: a number from ``reserve()``, to order the timer among those at ``t`` as if armed then."""
         if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
             if t.__class__ is int and t < self.now:
                 raise InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
             raise InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
-        self._seq += 1
-        entry = [t, self._seq, fn, args]
+        if seq is None:
+            self._seq += 1
+            seq = self._seq
+        entry = [t, seq, fn, args]
         heapq.heappush(self._heap, entry)
         return entry
+
+    def reserve(self) -> int:
+        """A timer's place in the order of timers at one time, taken now, for ``call_at(seq=...)`` later."""
+        self._seq += 1
+        return self._seq
 
     def call_later(self, delay: int, fn: Callable, *args: Any) -> list:
         if delay < 0:
@@ -150,7 +164,14 @@ class Kernel:
         heap = self._heap
         while heap and heap[0][2] is None:
             heapq.heappop(heap)
+        if self.at_instant_end is not None and (not heap or heap[0][0] != self.now):
+            self._end_instant()  # may arm a timer
+            return self.peek()
         return heap[0][0] if heap else float("inf")
+
+    def _end_instant(self) -> None:
+        hook, self.at_instant_end = self.at_instant_end, None
+        hook()
 
     def step(self) -> bool:
         """Process one microtask, or else one timer. False when nothing is left."""
@@ -158,6 +179,8 @@ class Kernel:
             fn, args = self._ready.popleft()
             fn(*args)
             return True
+        if self.at_instant_end is not None:
+            self.peek()  # calls it if this instant's work is done
         heap = self._heap
         while heap:
             t, _, fn, args = heapq.heappop(heap)
@@ -199,6 +222,9 @@ class Kernel:
                     raise over_step_limit(self.now, limit, self._culprit(*ready[0]))
                 fn, args = ready.popleft()
                 fn(*args)
+            if self.at_instant_end is not None and (not heap or heap[0][0] != now):
+                self._end_instant()  # may arm a timer: look again
+                continue
             if not heap or heap[0][0] > end:
                 return
             t, _, fn, args = entry = pop(heap)

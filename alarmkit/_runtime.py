@@ -78,8 +78,9 @@ class Simulation:
         self.db_pool = ConnectionPool()
         self.buffer = EventBuffer()
         self._buf = self.buffer.data  # log() appends here, WIDTH values per event
-        self._limits: deque = deque()
-        self._watchdog: list | None = None
+        self._limits: deque = deque()  # (deadline, task) of every alarm() running, in start order
+        self._watchdog: list | None = None  # the kernel timer checking the first deadline, once armed
+        self._pending: tuple[int, int] | None = None  # its (deadline, seq) while not armed yet (see _watch)
         self._alarm_done_cb = self._alarm_done  # bound once, not per alarm() task
         self.scheduler = self._make_scheduler()
         self.journal = journal
@@ -287,7 +288,7 @@ class Simulation:
     def _alarm_done(self, task: Task) -> None:
         host, scheduled, retry_count, done, token = task.data
         host._task_done(task)
-        if self._limits:
+        if self._watchdog is not None:
             self._unwatch()
         err = task._exc
         if err is None:
@@ -308,10 +309,37 @@ class Simulation:
         done(token, False, counted)
 
     def _watch(self, task: Task) -> None:
-        """The handler wall-clock limit. Deadlines are now + a constant, so one FIFO suffices."""
-        self._limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
+        """The handler wall-clock limit. Deadlines are now + a constant, so one FIFO suffices.
+
+        The watchdog timer is armed lazily: most handlers end in the instant they began (an awaited
+        ``set_alarm`` suspends only until the next microtask), and a timer armed for them would be
+        cancelled again. So the first deadline's timer is *pending*, its place among timers reserved
+        now, and is armed at the end of the instant (``Kernel.at_instant_end``) only if a handler is
+        still running then: timers fire exactly as when it was armed at once, cancelled at the last
+        handler's end (``_unwatch``). Issue 17: a call_at, a cancel and the heap entry saved per
+        lifecycle, N -> M instructions."""
+        limits = self._limits
         if self._watchdog is None:
-            self._watchdog = self.kernel.call_at(self._limits[0][0], self._check_limits)
+            if self._pending is not None:
+                while limits and limits[0][1].done():  # what _unwatch did at their ends
+                    limits.popleft()
+                if not limits:  # ... and then cancelled the watchdog
+                    self._pending = None
+            limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
+            if self._pending is None:
+                self._pending = (limits[0][0], self.kernel.reserve())
+                self.kernel.at_instant_end = self._arm_watchdog
+        else:
+            limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
+
+    def _arm_watchdog(self) -> None:
+        """The instant is over: arm the pending watchdog if a handler still runs (see ``_watch``)."""
+        pending, self._pending = self._pending, None
+        limits = self._limits
+        while limits and limits[0][1].done():
+            limits.popleft()
+        if limits and pending is not None:
+            self._watchdog = self.kernel.call_at(pending[0], self._check_limits, seq=pending[1])
 
     def _unwatch(self) -> None:
         """Drop finished handlers from the front; with none left, no watchdog keeps the clock going."""

@@ -189,3 +189,40 @@ def test_cancelling_twice_or_after_the_timer_ran_changes_nothing_else():
     k.cancel(first)  # it already ran
     k.run()
     assert seen == ["first", "kept"] and k.now == 20  # the cancelled timer neither ran nor moved the clock
+
+
+
+def test_at_instant_end_runs_once_when_the_instants_work_is_done_and_reserve_keeps_a_timers_place():
+    k = Kernel()
+    seen = []
+
+    def hook():
+        seen.append(("hook", k.now))
+        k.call_at(15, seen.append, ("reserved at 15",), seq=seq)
+
+    def first():  # work at 10 sets the hook, as the runtime's watchdog does
+        k.call_soon(seen.append, ("microtask", k.now))
+        k.at_instant_end = hook
+
+    k.call_at(10, first)
+    k.call_at(10, seen.append, ("second timer at 10",))
+    seq = k.reserve()  # taken before the timer below is armed, used after it
+    k.call_at(15, seen.append, ("armed first at 15",))
+    k.run()
+    # at 10: the microtask, the second timer, then the hook (once); at 15 the reserved place comes first
+    assert seen == [("microtask", 10), ("second timer at 10",), ("hook", 10), ("reserved at 15",), ("armed first at 15",)]
+    assert k.at_instant_end is None and k.now == 15
+
+
+def test_at_instant_end_is_honoured_by_step_peek_and_run_until_complete():
+    from alarmkit import Future
+
+    k = Kernel()
+    calls = []
+    k.call_at(3, calls.append, "timer")
+    k.at_instant_end = lambda: calls.append(("hook", k.now))
+    assert k.step() and calls == [("hook", 0), "timer"]  # the hook ran before the clock moved to 3
+    fut = Future()
+    k.call_at(9, fut.set_result, 1)
+    k.at_instant_end = lambda: calls.append(("hook", k.now))
+    assert k.run_until_complete(fut) == 1 and calls[-1] == ("hook", 3)

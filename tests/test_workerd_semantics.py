@@ -240,6 +240,54 @@ def test_the_15_minute_limit_is_a_counted_failure():
     assert [s[1] for s in starts()] == [0, 1]
 
 
+def test_a_handler_ending_in_its_first_instant_leaves_no_watchdog_behind():
+    """The watchdog is armed at the end of the instant only for a handler still running (issue 17):
+    one that ends at once leaves nothing for run() to wait for, so the clock stops at the last alarm."""
+    async def rearm_twice(obj, info):
+        if info.scheduled_time < 3000:
+            await obj.ctx.storage.set_alarm(info.scheduled_time + 1000)
+
+    sim, p = make(rearm_twice)
+    sim.call(p.arm(1000))
+    sim.run()
+    assert starts() == [(1000 + LAT, 0), (2000 + LAT, 0), (3000 + LAT, 0)]
+    last = sim.events().iloc[-1]
+    assert (last.kind, last.t_ms) == ("evict", 3000 + LAT + sim.profile.idle_evict_ms)  # then nothing was left
+    assert sim.now == last.t_ms and sim.kernel.peek() == math.inf
+
+
+def test_the_watchdog_kills_at_the_deadline_before_a_timer_armed_later_in_the_same_instant():
+    """A hung handler's deadline is ordered among timers at that ms as if its watchdog were armed when
+    the handler started (Kernel.reserve): before an alarm another handler set later in that instant."""
+    deadline = 1000 + LAT + 900_000
+    order = []
+
+    class Hangs(DurableObject):
+        async def arm(self, t):
+            await self.ctx.storage.set_alarm(t)
+
+        async def alarm(self, info):
+            order.append(("hangs", self.ctx.now()))
+            if info.retry_count == 0:
+                await self.ctx.sleep(20 * 60 * 1000)
+
+    class Quick(Hangs):
+        async def alarm(self, info):
+            order.append(("quick", self.ctx.now()))
+            if info.scheduled_time == 1000:  # in the same instant, after Hangs started: fires at its deadline
+                await self.ctx.storage.set_alarm(deadline - LAT)
+
+    sim = Simulation(seed=1)
+    hangs, quick = sim.namespace("H", Hangs).get("h"), sim.namespace("Q", Quick).get("q")
+    sim.call(hangs.arm(1000))
+    sim.call(quick.arm(1000))
+    sim.run(until=deadline + 1)
+    ev = sim.events()
+    at = ev[ev.t_ms == deadline][["object_id", "kind"]].values.tolist()
+    assert at.index(["h", "handler_error"]) < at.index(["q", "fire"])  # the kill (and its retry's arm) first
+    assert order[:3] == [("hangs", 1000 + LAT), ("quick", 1000 + LAT), ("quick", deadline)]
+
+
 def test_at_most_one_alarm_at_a_time_the_new_one_queues_behind():
     async def slow(obj, info):
         await obj.ctx.sleep(5_000)
