@@ -204,7 +204,9 @@ class Host:
         return "user"
 
     def stage_alarm(self, at: int | None) -> None:
-        self.staged = (at, self.current_cause())
+        current = self.sim.kernel.current  # current_cause(), inlined: every set_alarm stages
+        self.staged = (at, "constructor" if self.constructing or (current is not None and current.name == "constructor")
+                       else "user")
 
     def visible_alarm(self) -> int | None:
         self.check_alive()

@@ -155,7 +155,11 @@ class Storage:
         if host.ctx is None:
             host.check_alive()
         kernel = host.sim.kernel
-        host.stage_alarm(alarm_time(scheduled_time, kernel.now))
+        now = kernel.now
+        if scheduled_time.__class__ is int and 0 < scheduled_time <= MAX_MS:  # alarm_time()'s usual case, inlined
+            host.stage_alarm(scheduled_time if scheduled_time > now else now)
+        else:
+            host.stage_alarm(alarm_time(scheduled_time, now))
         return kernel._ready_none  # kernel.checkpoint(None)
 
     def delete_alarm(self) -> Future:

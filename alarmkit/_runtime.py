@@ -20,6 +20,7 @@ from ._facets import facets_of
 from ._host import Host, describe, on_interrupt
 from ._stubs import Env, Inspector, Namespace, Stub
 from ._kernel import Future, Kernel, Task, as_coro, wrap_awaitable
+from ._tasks import PENDING
 from ._object import AlarmInfo, DurableObjectState, ObjectId
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
@@ -281,9 +282,10 @@ class Simulation:
         host.tasks[task] = None
         task._callbacks = [self._alarm_done_cb]
         self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
-        host.lock_until_started(task)  # else (a microtask was waiting): the input gate holds others till it runs
-        if not task.done():
-            self._watch(task)  # one that finished without suspending cannot overrun its limit
+        if task._value is PENDING and task._exc is None:  # not task.done(), inlined; one that finished
+            if not task.awaits:  # without suspending needs neither the gate nor the watchdog
+                host.lock_until_started(task)  # a microtask was waiting: the input gate holds others till it runs
+            self._watch(task)
 
     def _alarm_done(self, task: Task) -> None:
         host, scheduled, retry_count, done, token = task.data

@@ -64,8 +64,10 @@ class WorkerdScheduler:
         # Observed on workerd 2026-11-17 (calibration probe wake_evicted): when an alarm wakes an
         # evicted object, its constructor runs before alarm() and its getAlarm() "shows the stored
         # time"; only alarm() itself sees null. So the constructor reads the row, not the hiding.
-        if entry is not None and entry.status == STARTED and host.current_cause() != "constructor":
-            return entry.queued if entry.rearmed else None
+        if entry is not None and entry.status == STARTED:
+            current = self.kernel.current  # host.current_cause() != "constructor", inlined: alarm()'s end asks
+            if not host.constructing and (current is None or current.name != "constructor"):
+                return entry.queued if entry.rearmed else None
         return self.rows.get(host)
 
     def arm(self, host: Host, at: int, cause: str) -> None:

@@ -7,9 +7,10 @@ Wall-clock ratios on a shared 2-core machine swing by a factor of two between ru
 bench_core.py). Counted instructions do not: each peer runs under ``valgrind --tool=cachegrind``
 twice, with R1 and R2 re-arms per object, and the difference divided by ``objects x (R2 - R1)``
 is the cost of one lifecycle with imports and set-up cancelled out. The garbage collector is off
-in the child so that when it happens to run does not move the count. What is left is noise of
-about 1% of a whole run (the same run counted 2.00G to 2.03G instructions, mostly imports), so the
-default measures 40,000 lifecycles per peer: about +-1k instructions per lifecycle. Instructions are not time
+in the child so that when it happens to run does not move the count. With numpy's
+BLAS held to one thread (see ``count``) two counts of the same run differ by a few thousand
+instructions in two billion, well under one instruction per lifecycle; the default measures 40,000
+lifecycles per peer. Instructions are not time
 (cache misses are not counted), but a change that removes work shows here exactly.
 
 Peers: SimPy (one timeout of one process, the benchmark-1 peer); alarmkit with no journal (the
@@ -74,7 +75,11 @@ def count(peer: str, objects: int, rearms: int, tmp: Path) -> int:
     db = tmp / f"{peer}-{rearms}.duckdb"
     # no .pyc written: otherwise the first run compiles what the second finds ready, and the
     # difference of the two undercounts by the compile (it read 13.8k instead of 16.7k for SimPy)
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    # one BLAS/OpenMP thread: numpy's OpenBLAS threads spin at import, and under valgrind how long they
+    # spin varies run to run (the same SimPy run counted 2.10G to 2.21G instructions; with one thread,
+    # 2,103,046,078 and 2,103,051,324: a difference of 0.05 instructions per lifecycle at this size)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", CHILD.format(here=str(HERE)), peer, str(objects), str(rearms), str(db)],
