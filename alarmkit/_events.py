@@ -171,13 +171,16 @@ class EventBatch:
         t, kinds, sched = pa.array(d[0::WIDTH], pa.int64()), pa.array(d[2::WIDTH], pa.string()), pa.array(d[3::WIDTH], pa.int64())
         prev, detail = pa.array(d[4::WIDTH], pa.int64()), pa.array(d[6::WIDTH], pa.string())
         packed = pc.fill_null(pc.less(hosts, 0), False)
-        if pc.any(packed).as_py():  # render(), column by column
+        if pc.any(packed).as_py():  # render(), column by column, on the packed rows only
             hosts = pc.if_else(packed, pc.bit_wise_not(hosts), hosts)
-            number = pc.cast(prev, pa.string())
-            fire = pc.binary_join_element_wise(
-                '{"attempt":', number, ',"late_ms":', pc.cast(pc.subtract(t, sched), pa.string()), "}", "")
-            ok = pc.coalesce(pc.binary_join_element_wise('{"next_ms":', number, "}", ""), '{"next_ms":null}')
-            detail = pc.if_else(packed, pc.if_else(pc.equal(kinds, "fire"), fire, ok), detail)
+            fires = pc.and_(packed, pc.equal(kinds, "fire"))
+            oks = pc.and_not(packed, fires)
+            at = pc.indices_nonzero(fires)
+            text = pc.binary_join_element_wise('{"attempt":', pc.cast(pc.take(prev, at), pa.string()), ',"late_ms":',
+                                               pc.cast(pc.subtract(pc.take(t, at), pc.take(sched, at)), pa.string()), "}", "")
+            detail = pc.replace_with_mask(detail, fires, text)
+            text = pc.binary_join_element_wise('{"next_ms":', pc.cast(pc.filter(prev, oks), pa.string()), "}", "")
+            detail = pc.replace_with_mask(detail, oks, pc.coalesce(text, '{"next_ms":null}'))
             prev = pc.if_else(packed, pa.nulls(n, pa.int64()), prev)
         run = np.full(n, -1 if run_id is None else run_id, np.int32)
         arrays = [

@@ -185,7 +185,7 @@ class Host:
             return  # killed with its instance
         if self.starting:
             self._started(task)
-        self.commit()
+        self.commit()  # not inlined: FacetHost overrides both
         self._touch()
 
     def _on_suspend(self, task: Task) -> None:

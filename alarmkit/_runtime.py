@@ -8,23 +8,22 @@ import inspect
 import sys
 import warnings
 from collections import deque
-from types import CoroutineType
 from typing import Any, Callable
 
 from ._events import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
 from ._budget import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit
 from ._checks import text, time_ms
+from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
 from ._celld import CelldScheduler
 from ._facets import facets_of
 from ._host import Host, describe, on_interrupt
 from ._stubs import Env, Inspector, Namespace, Stub
 from ._kernel import Future, Kernel, Task, as_coro, wrap_awaitable
-from ._tasks import PENDING
-from ._object import AlarmInfo, DurableObjectState, ObjectId
+from ._object import DurableObjectState, ObjectId
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
-from .errors import Aborted, AlarmkitError, HandlerTimeout, JournalWriteError, ObjectCrashed, UncountedFailure
+from .errors import AlarmkitError, JournalWriteError, ObjectCrashed
 from .faults import Faults
 from .profiles import Profile, get_profile
 
@@ -33,11 +32,7 @@ __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
 SCHEDULERS: dict[str, Callable[[Simulation], AlarmBackend]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
 
 
-# the name of the task that wakes an object (or waits out its gate) to deliver an alarm: make_ctx knows
-# a constructor run in it is a cold wake by an alarm (Profile.id_name_since)
-WAKE_FOR_ALARM = "deliver"
-
-class Simulation:
+class Simulation(AlarmDelivery):
     """Durable Objects under a virtual clock, with a runtime profile and a journal.
 
     >>> sim = Simulation(profile="workerd", seed=0)
@@ -232,135 +227,7 @@ class Simulation:
         return value
 
     # -- alarms ---------------------------------------------------------------------------
-    def deliver(self, host: Host, scheduled: int, retry_count: int, done: Callable[[Any, bool, bool], None], token: Any) -> None:
-        """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``: how every
-        ``AlarmBackend`` delivers an alarm (the one delivery API)."""
-        host.invocations = n = host.invocations + 1
-        # log(), inlined, and the event packed (_events: its attempt number, no text; issue 17: N -> M instructions)
-        buf = self._buf
-        buf += (self.kernel.now, ~host.code, "fire", scheduled, n, retry_count, None)
-        if len(buf) >= self._flush_len:
-            self._auto_flush()
-        if host.instance is not None and host.gate is None and not host.locks:
-            self._start_handler(host, scheduled, retry_count, n, done, token)
-        else:  # asleep or gated (a read in flight): the constructor (and its block_concurrency_while) runs first
-            self.kernel.spawn(self._wake_then_start(host, scheduled, retry_count, n, done, token), WAKE_FOR_ALARM)
-
-    async def _wake_then_start(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
-        try:
-            host.ensure_live()
-            await host.wait_gate()
-        except Exception as err:  # noqa: BLE001 - a constructor's error is the attempt's failure
-            self._alarm_failed(host, scheduled, retry_count, err, done, token)
-            return
-        except BaseException as err:  # the object crashed with it (Host.ensure_live): an uncounted failure
-            self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "the constructor"), done, token)
-            raise
-        self._start_handler(host, scheduled, retry_count, n, done, token)
-
-    def _start_handler(self, host: Host, scheduled: int, retry_count: int, n: int, done: Callable, token: Any) -> None:
-        try:
-            if self.fault_hooks:
-                self.faults.before_alarm(host, n, retry_count)
-            handler = getattr(host.instance, "alarm", None)
-            if handler is None:
-                raise AlarmkitError(
-                    f"{type(host.instance).__name__} has no alarm(info) handler; define async def alarm(self, info)"
-                )
-            # AlarmInfo(retry_count, is_retry, scheduled_time), without NamedTuple's Python-level __new__
-            coro = handler(_new_tuple(AlarmInfo, (retry_count, retry_count > 0, scheduled)))
-            if coro.__class__ is not CoroutineType:
-                coro = wrap_awaitable(coro) if inspect.isawaitable(coro) else _value(coro)
-        except Exception as err:  # noqa: BLE001 - user code or an injected fault
-            self._alarm_failed(host, scheduled, retry_count, err, done, token)
-            return
-        except BaseException as err:  # KeyboardInterrupt, SystemExit: journaled, the object crashed, then raised
-            self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "alarm"), done, token)
-            raise
-        # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
-        task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
-        host.tasks[task] = None
-        task._callbacks = [self._alarm_done_cb]
-        self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
-        if task._value is PENDING and task._exc is None:  # not task.done(), inlined; one that finished
-            if not task.awaits:  # without suspending needs neither the gate nor the watchdog
-                host.lock_until_started(task)  # a microtask was waiting: the input gate holds others till it runs
-            self._watch(task)
-
-    def _alarm_done(self, task: Task) -> None:
-        host, scheduled, retry_count, done, token = task.data
-        host._task_done(task)
-        if self._watchdog is not None:
-            self._unwatch()
-        err = task._exc
-        if err is None:
-            nxt = host.alarm_backend.get(host)
-            # log(), inlined and packed as deliver()'s fire is (_events); deliver() flushes
-            self._buf += (self.kernel.now, ~host.code, "handler_ok", scheduled, nxt, retry_count, None)
-            done(token, True, False)
-        else:
-            self._alarm_failed(host, scheduled, retry_count, err, done, token)
-
-    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any) -> None:
-        counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
-        if err.__class__ is Aborted and not err.retry_alarm:  # ctx.abort(reason, retry_alarm=False)
-            self.log("handler_error", host, scheduled, None, retry_count, {**_error(err, False), "retry": False})
-            done(token, False, False, False)
-            return
-        self.log("handler_error", host, scheduled, None, retry_count, _error(err, counted))
-        done(token, False, counted)
-
-    def _watch(self, task: Task) -> None:
-        """The handler wall-clock limit. Deadlines are now + a constant, so one FIFO suffices.
-
-        The watchdog timer is armed lazily: most handlers end in the instant they began (an awaited
-        ``set_alarm`` suspends only until the next microtask), and a timer armed for them would be
-        cancelled again. So the first deadline's timer is *pending*, its place among timers reserved
-        now, and is armed at the end of the instant (``Kernel.at_instant_end``) only if a handler is
-        still running then: timers fire exactly as when it was armed at once, cancelled at the last
-        handler's end (``_unwatch``). Issue 17: a call_at, a cancel and the heap entry saved per
-        lifecycle, N -> M instructions."""
-        limits = self._limits
-        if self._watchdog is None:
-            if self._pending is not None:
-                while limits and limits[0][1].done():  # what _unwatch did at their ends
-                    limits.popleft()
-                if not limits:  # ... and then cancelled the watchdog
-                    self._pending = None
-            limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
-            if self._pending is None:
-                self._pending = (limits[0][0], self.kernel.reserve())
-                self.kernel.at_instant_end = self._arm_watchdog
-        else:
-            limits.append((self.kernel.now + self.profile.handler_limit_ms, task))
-
-    def _arm_watchdog(self) -> None:
-        """The instant is over: arm the pending watchdog if a handler still runs (see ``_watch``)."""
-        pending, self._pending = self._pending, None
-        limits = self._limits
-        while limits and limits[0][1].done():
-            limits.popleft()
-        if limits and pending is not None:
-            self._watchdog = self.kernel.call_at(pending[0], self._check_limits, seq=pending[1])
-
-    def _unwatch(self) -> None:
-        """Drop finished handlers from the front; with none left, no watchdog keeps the clock going."""
-        limits = self._limits
-        while limits and limits[0][1].done():
-            limits.popleft()
-        if not limits and self._watchdog is not None:
-            self.kernel.cancel(self._watchdog)
-            self._watchdog = None
-
-    def _check_limits(self) -> None:
-        self._watchdog = None
-        limits, now, limit = self._limits, self.kernel.now, self.profile.handler_limit_ms
-        while limits and (limits[0][1].done() or limits[0][0] <= now):
-            deadline, task = limits.popleft()
-            if not task.done():
-                task.kill(HandlerTimeout(f"alarm() ran past the {limit} ms wall-clock limit"))
-        if limits:
-            self._watchdog = self.kernel.call_at(limits[0][0], self._check_limits)
+    # delivery: deliver(), the handler and its watchdog live in _delivery.AlarmDelivery
 
     def restart(self, downtime_ms: int = 0) -> None:
         """Take the whole runtime down now and bring it back ``downtime_ms`` later, reloading alarms."""
@@ -448,14 +315,3 @@ class Simulation:
 
     def __exit__(self, *exc: Any) -> None:
         self.close(complete=exc[0] is None)
-
-
-_new_tuple = tuple.__new__
-
-
-async def _value(value: Any) -> Any:
-    return value
-
-
-def _error(err: BaseException, counted: bool) -> dict:
-    return {"error": type(err).__name__, "message": str(err)[:500], "counted": counted}

@@ -181,7 +181,9 @@ class WorkerdScheduler:
             # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused
             at = entry.queued
             entry.__init__(host, at)
-            self._arm_timer(entry, at if at > self.kernel.now else self.kernel.now)
+            now = self.kernel.now  # _arm_timer(), inlined: most lifecycles end here, re-armed by alarm()
+            late = self._late if self._late is not None else self._fire_latency(host, self._latency, self.kernel.rng)
+            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry)
             return
         entry.status = FINISHED
         if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does

@@ -142,7 +142,7 @@ def test_no_import_cycles():
 def test_runtime_core_reads_top_down():
     """kernel -> storage/object -> host -> scheduler backends and facet hosting -> runtime -> scenarios:
     nothing in the core imports a module after it in that order."""
-    order = ["_tasks", "_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_stubs", "_runtime", "runtime",
+    order = ["_tasks", "_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_stubs", "_delivery", "_runtime", "runtime",
              "facets", "scenarios"]
     graph = import_graph()
     rank = {f"alarmkit.{m}": i for i, m in enumerate(order)}
@@ -150,7 +150,7 @@ def test_runtime_core_reads_top_down():
     assert not upward, f"core modules importing upward: {upward}"
 
 
-RUNTIME_CORE = {"_tasks", "_kernel", "_storage", "_object", "_host", "_backend", "_scheduler", "_celld", "_facets", "_stubs", "_runtime"}
+RUNTIME_CORE = {"_tasks", "_kernel", "_storage", "_object", "_host", "_backend", "_scheduler", "_celld", "_facets", "_stubs", "_delivery", "_runtime"}
 
 
 def attribute_reads(path: Path, attr: str) -> list[int]:
