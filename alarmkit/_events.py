@@ -29,7 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail", "render"]
+__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "PACKED_SQL", "dump", "direction", "arm_detail", "render",
+           "render_packed"]
 
 WIDTH = 7  # values per event in the flat list
 
@@ -114,6 +115,37 @@ def render(kind: str, t: int, scheduled: int, number: int | None) -> str:
     return '{"next_ms":null}' if number is None else f'{{"next_ms":{number}}}'
 
 
+# render() in SQL, for a table from EventBatch.to_arrow(packed=True): the journal's columns, in order
+PACKED_SQL = """run_id, seq, t_ms, namespace, object_id, kind, scheduled_ms,
+    CASE WHEN packed THEN NULL ELSE prev_scheduled_ms END AS prev_scheduled_ms, retry_count,
+    CASE WHEN NOT packed THEN detail
+         WHEN kind = 'fire' THEN '{"attempt":' || prev_scheduled_ms || ',"late_ms":' || (t_ms - scheduled_ms) || '}'
+         ELSE coalesce('{"next_ms":' || prev_scheduled_ms || '}', '{"next_ms":null}') END AS detail"""
+
+
+def render_packed(table: pa.Table) -> pa.Table:
+    """``render()`` in Arrow, column by column on the packed rows only, for a table from
+    ``EventBatch.to_arrow(packed=True)``: the same table with the ``packed`` column dropped."""
+    flags = table.column("packed").combine_chunks()
+    kinds, t, sched, prev, detail = (table.column(c).combine_chunks()
+                                     for c in ("kind", "t_ms", "scheduled_ms", "prev_scheduled_ms", "detail"))
+    if pa.types.is_dictionary(kinds.type):
+        kinds = kinds.dictionary_decode()
+    fires = pc.and_(flags, pc.equal(kinds, "fire"))
+    oks = pc.and_not(flags, fires)
+    at = pc.indices_nonzero(fires)
+    text = pc.binary_join_element_wise('{"attempt":', pc.cast(pc.take(prev, at), pa.string()), ',"late_ms":',
+                                       pc.cast(pc.subtract(pc.take(t, at), pc.take(sched, at)), pa.string()), "}", "")
+    detail = pc.replace_with_mask(detail, fires, text)
+    text = pc.binary_join_element_wise('{"next_ms":', pc.cast(pc.filter(prev, oks), pa.string()), "}", "")
+    detail = pc.replace_with_mask(detail, oks, pc.coalesce(text, '{"next_ms":null}'))
+    prev = pc.if_else(flags, pa.nulls(len(prev), pa.int64()), prev)
+    names = table.column_names
+    table = table.set_column(names.index("prev_scheduled_ms"), "prev_scheduled_ms", prev)
+    table = table.set_column(names.index("detail"), "detail", detail)
+    return table.drop_columns(["packed"])
+
+
 class EventBuffer:
     """Where ``Simulation.log`` appends; ``take()`` hands the buffered events over as a batch."""
 
@@ -163,39 +195,37 @@ class EventBatch:
     def __len__(self) -> int:
         return len(self.data) // WIDTH
 
-    def to_arrow(self, run_id: int | None, schema: pa.Schema) -> pa.Table:
-        """Columns in ``schema``'s order; namespace, object_id and kind stay dictionary-encoded."""
+    def to_arrow(self, run_id: int | None, schema: pa.Schema, packed: bool = False) -> pa.Table:
+        """Columns in ``schema``'s order; namespace, object_id and kind stay dictionary-encoded.
+
+        Packed events are rendered (``render_packed``); with ``packed=True`` they stay packed, flagged
+        in one more column, ``packed``, for the journal's insert to render in SQL (``PACKED_SQL``) on
+        its own thread: the simulation thread then builds no text for them at all."""
         d, n = self.data, len(self)
         namespaces, labels = self.buffer.dictionaries()
         hosts = pa.array(d[1::WIDTH], pa.int32())
-        t, kinds, sched = pa.array(d[0::WIDTH], pa.int64()), pa.array(d[2::WIDTH], pa.string()), pa.array(d[3::WIDTH], pa.int64())
-        prev, detail = pa.array(d[4::WIDTH], pa.int64()), pa.array(d[6::WIDTH], pa.string())
-        packed = pc.fill_null(pc.less(hosts, 0), False)
-        if pc.any(packed).as_py():  # render(), column by column, on the packed rows only
-            hosts = pc.if_else(packed, pc.bit_wise_not(hosts), hosts)
-            fires = pc.and_(packed, pc.equal(kinds, "fire"))
-            oks = pc.and_not(packed, fires)
-            at = pc.indices_nonzero(fires)
-            text = pc.binary_join_element_wise('{"attempt":', pc.cast(pc.take(prev, at), pa.string()), ',"late_ms":',
-                                               pc.cast(pc.subtract(pc.take(t, at), pc.take(sched, at)), pa.string()), "}", "")
-            detail = pc.replace_with_mask(detail, fires, text)
-            text = pc.binary_join_element_wise('{"next_ms":', pc.cast(pc.filter(prev, oks), pa.string()), "}", "")
-            detail = pc.replace_with_mask(detail, oks, pc.coalesce(text, '{"next_ms":null}'))
-            prev = pc.if_else(packed, pa.nulls(n, pa.int64()), prev)
+        flags = pc.fill_null(pc.less(hosts, 0), False)
+        flagged = pc.any(flags).as_py()
+        if flagged:
+            hosts = pc.if_else(flags, pc.bit_wise_not(hosts), hosts)
         run = np.full(n, -1 if run_id is None else run_id, np.int32)
         arrays = [
             pa.array(run, mask=np.full(n, run_id is None)),
             pa.array(np.arange(self.seq0, self.seq0 + n, dtype=np.int64)),
-            t,
+            pa.array(d[0::WIDTH], pa.int64()),
             pa.DictionaryArray.from_arrays(hosts, namespaces),
             pa.DictionaryArray.from_arrays(hosts, labels),
-            kinds.dictionary_encode(),
-            sched,
-            prev,
+            pa.array(d[2::WIDTH], pa.string()).dictionary_encode(),
+            pa.array(d[3::WIDTH], pa.int64()),
+            pa.array(d[4::WIDTH], pa.int64()),
             pa.array(d[5::WIDTH], pa.int32()),
-            detail,
+            pa.array(d[6::WIDTH], pa.string()),
         ]
-        return pa.Table.from_arrays(arrays, names=schema.names)
+        table = pa.Table.from_arrays(arrays, names=schema.names)
+        if not flagged:
+            return table
+        table = table.append_column("packed", flags)
+        return table if packed else render_packed(table)
 
     def plain(self, run_id: int | None) -> list[tuple]:
         """The events as plain tuples in the journal's column order (``run_id`` first), detail as text:

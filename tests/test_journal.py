@@ -9,6 +9,7 @@ import pytest
 
 from alarmkit import AlarmkitError, DurableObject, Journal, JournalLocked, Simulation, run_scenario
 from alarmkit.scenarios.lease import LeaseLab
+from alarmkit.journal import EVENT_COLUMNS
 
 
 def test_events_and_runs_tables_on_disk(tmp_path):
@@ -174,6 +175,8 @@ def test_a_failed_background_write_is_a_clear_error_and_keeps_every_event(tmp_pa
     assert len(j.events(sim.run_id)) == first > 0  # the reader works again; nothing earlier was lost
     lost, later = j.unwritten
     assert lost.column("kind").to_pylist()[:1] == ["fire"] and lost.column("seq").to_pylist()[0] == first + 1
+    # kept as the journal would hold it: the packed fire rendered, no extra column
+    assert lost.column_names == EVENT_COLUMNS and lost.column("detail")[0].as_py().startswith('{"attempt":')
     assert later.column("kind").to_pylist() == ["deploy"]
     assert later.column("seq").to_pylist() == [lost.column("seq").to_pylist()[-1] + 1]
     j.close()
