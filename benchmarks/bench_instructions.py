@@ -53,7 +53,7 @@ else:
 
         class ArrowOnly(Journal):
             def write_events(self, run_id, rows):
-                _table(run_id, rows)
+                _table(run_id, rows, packed=True)  # what write_events does on this thread
 
         journal = ArrowOnly()
     sim = Simulation(seed=1, journal=journal, scenario="bench-instructions", idle_evict_ms=10**9)
