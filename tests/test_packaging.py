@@ -44,8 +44,11 @@ def installed(tmp_path_factory) -> Path:
     deps = [p for p in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
     Path(purelib, "_alarmkit_test_deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
     wheel = next((tmp / "dist").glob("alarmkit-*.whl"))
+    # without PYTHONPATH and away from the checkout: pip counts an alarmkit.egg-info (an editable install's) on
+    # its path as alarmkit installed already ("the same version as the provided wheel") and installs nothing
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
-                    "--disable-pip-version-check", str(wheel)], check=True)
+                    "--disable-pip-version-check", str(wheel)], check=True, cwd=tmp, env=env)
     return venv
 
 
