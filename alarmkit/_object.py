@@ -156,7 +156,9 @@ class Storage:
             host.check_alive()
         kernel = host.sim.kernel
         now = kernel.now
-        if scheduled_time.__class__ is int and 0 < scheduled_time <= MAX_MS:  # alarm_time()'s usual case, inlined
+        # alarm_time()'s usual case, inlined (issue 17: with stage_alarm's cause and the handler's done() check,
+        # 64,704 -> 62,846 instructions a lifecycle, valgrind, no journal)
+        if scheduled_time.__class__ is int and 0 < scheduled_time <= MAX_MS:
             host.stage_alarm(scheduled_time if scheduled_time > now else now)
         else:
             host.stage_alarm(alarm_time(scheduled_time, now))
