@@ -108,7 +108,9 @@ ON_ZOOM = """(function () {
   // Once every figure of the page is drawn, in idle time: parse the detail block and start WebGL with
   // a trace that draws nothing, so the first switch to detail pays neither (software WebGL's context
   // creation, ~0.6 s, and the block's parsing, ~0.1 s, were a third of a 1M-event report's switch).
-  function later(f) { if (window.requestIdleCallback) requestIdleCallback(f, {timeout: 3000}); else setTimeout(f, 500); }
+  function later(f) {  // a moment after the last figure is drawn, when the page is idle
+    setTimeout(function () { if (window.requestIdleCallback) requestIdleCallback(f, {timeout: 3000}); else f(); }, 300);
+  }
   function warm() {
     if (gd.alarmkitWarm || gd.alarmkitDetail) return;
     if ((window.alarmkitRendered || 0) < document.querySelectorAll('.plotly-graph-div').length) { later(warm); return; }
@@ -116,7 +118,12 @@ ON_ZOOM = """(function () {
     loadDetail();
     Plotly.addTraces(gd, {type: 'scattergl', x: [null], y: [null], mode: 'markers', showlegend: false,
                           hoverinfo: 'skip', meta: {role: 'warm-up'}})
-      .then(function () { gd.alarmkitWarm = true; });
+      .then(function () {
+        // hidden from the next redraw on (in place: no redraw now); WebGL stays started, and a detail drawn
+        // in SVG does not pay for clearing and compositing an empty full-page canvas (~0.2 s)
+        gd.data.forEach(function (t) { if (t.meta && t.meta.role === 'warm-up') t.visible = 'legendonly'; });
+        gd.alarmkitWarm = true;
+      });
   }
   if (limit) later(warm);
   // a legend click that shows a hidden trace before any zoom: its data first
