@@ -241,6 +241,9 @@ def test_a_zoom_onto_every_lane_after_the_idle_warm_up_draws_every_event_around_
     v = Visit(browser, out, figures=1)
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitWarm === true", timeout=30_000)
     assert v.js(EVENT_POINTS, "figure-0")["canvas"] > 0  # WebGL started before any zoom
+    # its canvases at the screen's pixel ratio (1 here), not plotly's default of 2: a quarter of the pixels
+    sizes = "() => [...document.querySelectorAll('#figure-0 canvas')].map(c => [c.width, c.height, c.getBoundingClientRect().width])"
+    assert all(w == round(css) and h > 0 for w, h, css in v.js(sizes))
     v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [10, 18]})")  # every lane, 8 s of the run's 60
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
     drawn = """() => { const gd = document.getElementById('figure-0'), out = {};
