@@ -7,13 +7,15 @@
 For each size: the journal is written through ``alarmkit.Journal`` (a DuckDB file), read back with
 ``Journal.events``, turned into the report's figures, written with ``export_html``; then headless
 Chromium (network blocked) opens the file and we time navigation -> every figure rendered, and, for
-a run big enough to open on its density map, two switches to detail, each on a freshly opened page:
-a zoom onto 20 lanes x 1/50 of the time (drawn in SVG) and onto every lane x 1/25 of the time (more
-than 10,000 events around the view: WebGL), each until every event in view is drawn. Such a page
-parses its detail and starts WebGL in idle time after its first render: that is timed apart ("ready
-for detail"), and each zoom starts once it is done, a second after the first render (a reader's
-pause; a page without that idle work, e.g. one written before it, waits the same second). Printed: seconds per step, HTML size in MB and bytes per event, and ratios against
-the smallest size. Headless Chromium here draws WebGL in software (SwiftShader, --disable-gpu), so
+a run big enough to open on its density map, three switches to detail, each on a freshly opened page:
+a zoom onto 20 lanes x 1/50 of the time (drawn in SVG); onto every lane x the first 1/25 of the
+opening view (mostly the time before the run's first event: ~57k events around the view); onto every
+lane x 1/25 of the time mid-run (~145k). The last two hold more than 10,000 events around the view,
+so WebGL. Each is timed until every event around the view is drawn. Such a page parses its detail
+and starts WebGL in idle time after its first render: timed apart ("ready for detail"); each zoom
+starts once that is done and a second has passed (a reader's pause; a page without that idle work,
+e.g. one written before it, waits the same second). Printed: seconds per step, HTML size in MB and
+bytes per event, and ratios against the smallest size. Headless Chromium here draws WebGL in software (SwiftShader, --disable-gpu), so
 render times are an upper bound for a laptop with a GPU; they also swing with the machine's load.
 """
 
@@ -114,8 +116,10 @@ def plotly_only(folder: Path) -> float:
 ZOOMS = {  # Plotly.relayout arguments, from the opening x range xr
     "lanes": "{'xaxis.range': [xr[0], xr[0] + (xr[1] - xr[0]) / 50], 'yaxis.range': [20.5, -0.5]}",
     "all": "{'xaxis.range': [xr[0], xr[0] + (xr[1] - xr[0]) / 25]}",
+    "middle": "{'xaxis.range': [xr[0] + (xr[1] - xr[0]) * 0.48, xr[0] + (xr[1] - xr[0]) * 0.52]}",
 }
-ZOOM_LABEL = {"lanes": "20 of 500 lanes x 1/50 of the time", "all": "every lane x 1/25 of the time"}
+ZOOM_LABEL = {"lanes": "20 of 500 lanes x 1/50 of the time", "all": "every lane x the first 1/25 of the view",
+              "middle": "every lane x 1/25 of the time mid-run"}
 # a page whose script does idle work after its first render (parsing its detail, starting WebGL)
 HAS_WARM_UP = "() => [...document.scripts].some(s => s.type !== 'application/json' && s.text.includes('alarmkitWarm'))"
 
@@ -173,10 +177,10 @@ def bench(n: int, folder: Path) -> dict:
     n_figs = 1 + events["kind"].eq("retry_scheduled").any() + events["kind"].eq("fire").any()
     render = first_render(out, int(n_figs))
     render["peer_s"] = plotly_only(folder)
-    if render["zoom_s"] is not None:  # the switch onto every lane, on a fresh page
-        wide = first_render(out, int(n_figs), zoom="all")
-        render["wide"] = wide
-        assert not wide["blocked"] and not wide["errors"], wide
+    if render["zoom_s"] is not None:  # the switches onto every lane, each on a fresh page
+        for zoom in ("all", "middle"):
+            render[zoom] = first_render(out, int(n_figs), zoom=zoom)
+            assert not render[zoom]["blocked"] and not render[zoom]["errors"], render[zoom]
     # a run opening on its density map draws, once zoomed to detail, the events in and around the view
     assert render["points"] == rows or render["zoom_s"] is not None, f"page shows {render['points']} points, journal has {rows}"
     assert not render["blocked"] and not render["errors"], render
@@ -184,7 +188,7 @@ def bench(n: int, folder: Path) -> dict:
             "mb": out.stat().st_size / 1e6, "render": render}
 
 
-def pair(before: Path, after: Path, repeat: int, zooms: tuple[str, ...] = ("lanes", "all")) -> int:
+def pair(before: Path, after: Path, repeat: int, zooms: tuple[str, ...] = tuple(ZOOMS)) -> int:
     """Two reports of one journal (e.g. one written before a change, kept with --keep), rendered in
     turns: first render and the zoom to detail, each run's ratio after/before and the best of each."""
     figs = 3  # the timeline, the retry ladder, lateness: what bench() writes for a synthetic journal
@@ -215,13 +219,13 @@ def main(argv=None) -> int:
     ap.add_argument("--pair", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="render two reports of the same journal in turns (--repeat times) and print their ratios")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--zoom", choices=[*ZOOMS, "both"], default="both", help="with --pair: which switch to detail")
+    ap.add_argument("--zoom", choices=[*ZOOMS, "each"], default="each", help="with --pair: which switch to detail")
     a = ap.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"no {CHROMIUM}; install Debian's chromium package", file=sys.stderr)
         return 2
     if a.pair:
-        return pair(*a.pair, repeat=a.repeat, zooms=tuple(ZOOMS) if a.zoom == "both" else (a.zoom,))
+        return pair(*a.pair, repeat=a.repeat, zooms=tuple(ZOOMS) if a.zoom == "each" else (a.zoom,))
     sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
     folder = a.keep or Path(tempfile.mkdtemp(prefix="alarmkit-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -239,7 +243,7 @@ def main(argv=None) -> int:
                   + (f"; ready for detail (idle work after the first render) {rr['ready_s']:.2f} s"
                      if rr.get("ready_s") is not None else ""),
                   flush=True)
-            for zoom, z in (("lanes", rr), ("all", rr.get("wide"))):
+            for zoom, z in (("lanes", rr), ("all", rr.get("all")), ("middle", rr.get("middle"))):
                 if z and z["zoom_s"] is not None:
                     print(f"   switch to detail, {ZOOM_LABEL[zoom]}: {z['zoom_s']:.2f} s ({z['points_in_detail']:,} "
                           f"events drawn in and around the view, WebGL canvases {z['canvas_in_detail']})"
