@@ -111,12 +111,13 @@ ON_ZOOM = """(function () {
   // WebGL canvases at the screen's own pixel ratio, not plotly's default of 2 (4 times the pixels on a
   // screen of ratio 1, ~0.3 s more of software WebGL per frame of a 2,600 px tall figure)
   if (gd._context) gd._context.plotGlPixelRatio = Math.min(2, Math.max(1, window.devicePixelRatio || 1));
-  function later(f) {  // a moment after the last figure is drawn, when the page is idle
-    setTimeout(function () { if (window.requestIdleCallback) requestIdleCallback(f, {timeout: 3000}); else f(); }, 300);
+  function later(f) {  // half a second on, when the page is idle
+    setTimeout(function () { if (window.requestIdleCallback) requestIdleCallback(f, {timeout: 3000}); else f(); }, 500);
   }
-  function warm() {
+  function warm(drawn) {  // drawn: every figure of the page was drawn half a second ago or more
     if (gd.alarmkitWarm || gd.alarmkitDetail) return;
     if ((window.alarmkitRendered || 0) < document.querySelectorAll('.plotly-graph-div').length) { later(warm); return; }
+    if (drawn !== true) { later(function () { warm(true); }); return; }
     gd.alarmkitWarm = 'starting';
     loadDetail();
     Plotly.addTraces(gd, {type: 'scattergl', x: [null], y: [null], mode: 'markers', showlegend: false,
