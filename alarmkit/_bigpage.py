@@ -109,8 +109,11 @@ ON_ZOOM = """(function () {
   // a trace that draws nothing, so the first switch to detail pays neither (software WebGL's context
   // creation, ~0.6 s, and the block's parsing, ~0.1 s, were a third of a 1M-event report's switch).
   // WebGL canvases at the screen's own pixel ratio, not plotly's default of 2 (4 times the pixels on a
-  // screen of ratio 1, ~0.3 s more of software WebGL per frame of a 2,600 px tall figure)
-  if (gd._context) gd._context.plotGlPixelRatio = Math.min(2, Math.max(1, window.devicePixelRatio || 1));
+  // screen of ratio 1, ~0.3 s more of software WebGL per frame of a 2,600 px tall figure). Only while
+  // none exists: a figure that opened in WebGL keeps the ratio its canvases were made with.
+  if (limit && gd._context && !gd.querySelector('canvas')) {
+    gd._context.plotGlPixelRatio = Math.min(2, Math.max(1, window.devicePixelRatio || 1));
+  }
   function later(f) {  // half a second on, when the page is idle
     setTimeout(function () { if (window.requestIdleCallback) requestIdleCallback(f, {timeout: 3000}); else f(); }, 500);
   }
