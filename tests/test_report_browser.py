@@ -25,8 +25,10 @@ pytestmark = [
 class Visit:
     """One page: what it tried to fetch, the errors it raised, the dialogs it opened."""
 
-    def __init__(self, browser, path: Path, figures: int) -> None:
+    def __init__(self, browser, path: Path, figures: int, hold_idle: bool = False) -> None:
         self.page = browser.new_page(viewport={"width": 1300, "height": 900})
+        if hold_idle:  # idle callbacks wait in a queue until release_idle(): the page as first drawn
+            self.page.add_init_script("window.__idle = []; window.requestIdleCallback = f => window.__idle.push(f);")
         self.blocked, self.errors, self.dialogs = [], [], []
         self.page.route("**/*", self._route)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -42,6 +44,12 @@ class Visit:
         else:
             self.blocked.append(route.request.url)
             route.abort()
+
+    def release_idle(self):
+        """Run the held idle callbacks (and those they queue) until a big timeline's idle work is done."""
+        self.page.wait_for_function("""() => {
+            (window.__idle || []).splice(0).forEach(f => f({didTimeout: false, timeRemaining: () => 50}));
+            return document.getElementById('figure-0').alarmkitWarm === true; }""", timeout=30_000, polling=100)
 
     def js(self, script, arg=None):
         return self.page.evaluate(script, arg)
@@ -162,15 +170,23 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
     # the defaults, 100,000 and 10,000, scaled down with the run: this zoom draws its ~450 events in WebGL
     fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}
     out = export_html(fig, tmp_path / "overview.html", events=events)
-    v = Visit(browser, out, figures=1)
+    v = Visit(browser, out, figures=1, hold_idle=True)
     state = """() => { const gd = document.getElementById('figure-0');
-        return Object.fromEntries(gd.data.filter(t => t.meta && t.meta.role !== 'span')
+        return Object.fromEntries(gd.data.filter(t => t.meta && !['span', 'warm-up'].includes(t.meta.role))
             .map(t => [t.meta.kind || t.meta.role, t.visible === undefined ? true : t.visible])); }"""
     assert v.js(state) == {"density": True, "fire": "legendonly", "crash": True}
     # the page opens on the 150 crashes in SVG (no WebGL yet); the 5,850 fires wait, unparsed, in a JSON block
     n = v.js(EVENT_POINTS, "figure-0")
     assert (n["data"], n["dom"], n["canvas"]) == (150 + 1, 150, 0)  # + the hidden fires' one gap point
     assert v.js("() => document.getElementById('figure-0-detail').type") == "application/json"
+    # then, idle, it parses the block and starts WebGL with a trace of one gap point; the overview is unchanged
+    v.release_idle()
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert (n["data"], n["dom"]) == (150 + 1, 150) and n["canvas"] > 0
+    assert v.js(state) == {"density": True, "fire": "legendonly", "crash": True}
+    assert v.js("() => document.getElementById('figure-0-detail')") is None
+    warm_up = "() => document.getElementById('figure-0').data.filter(t => t.meta && t.meta.role === 'warm-up').map(t => [t.type, t.x, t.showlegend])"
+    assert v.js(warm_up) == [["scattergl", [None], False]]  # nothing to draw, no legend entry
     v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
     assert v.js(state) == {"density": False, "fire": True, "crash": True}
@@ -188,7 +204,6 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
                              timeout=30_000)
     types = "() => [...new Set(document.getElementById('figure-0').data.filter(t => t.meta && t.meta.role === 'events').map(t => t.type))]"
     assert v.js(types) == ["scattergl"] and v.js(EVENT_POINTS, "figure-0")["canvas"] > 0  # the crashes too
-    assert v.js("() => document.getElementById('figure-0-detail')") is None
     v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === false", timeout=30_000)
     assert v.js(state)["fire"] == "legendonly"
@@ -202,7 +217,7 @@ def test_a_legend_click_on_a_big_timeline_draws_the_hidden_kind_before_any_zoom(
             for i in range(1, 6_001)]
     events = rows_to_frame(1, rows)
     out = export_html(timeline(events, gl_threshold=1_000, overview_threshold=2_000), tmp_path / "o.html", events=events)
-    v = Visit(browser, out, figures=1)
+    v = Visit(browser, out, figures=1, hold_idle=True)  # before the page's idle work starts WebGL
     v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
     v.page.wait_for_function("""() => document.getElementById('figure-0')._fullData
         .filter(t => t.meta && t.meta.kind === 'fire' && t.visible === true).some(t => t.x.length === 5850)""", timeout=30_000)
@@ -211,6 +226,38 @@ def test_a_legend_click_on_a_big_timeline_draws_the_hidden_kind_before_any_zoom(
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
     n = v.js(EVENT_POINTS, "figure-0")
     assert n["canvas"] == 0 and 0 < n["data"] == n["dom"] < 1_000
+    v.assert_clean()
+
+
+def test_a_zoom_onto_every_lane_after_the_idle_warm_up_draws_every_event_around_the_view_in_webgl(browser, tmp_path):
+    from alarmkit.journal import rows_to_frame
+
+    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
+            for i in range(1, 6_001)]
+    events = rows_to_frame(1, rows)
+    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
+    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}  # the defaults scaled down
+    out = export_html(fig, tmp_path / "all.html", events=events)
+    v = Visit(browser, out, figures=1)
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitWarm === true", timeout=30_000)
+    assert v.js(EVENT_POINTS, "figure-0")["canvas"] > 0  # WebGL started before any zoom
+    # its canvases at the screen's pixel ratio (1 here), not plotly's default of 2: a quarter of the pixels
+    sizes = "() => [...document.querySelectorAll('#figure-0 canvas')].map(c => [c.width, c.height, c.getBoundingClientRect().width])"
+    assert all(w == round(css) and h > 0 for w, h, css in v.js(sizes))
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [10, 18]})")  # every lane, 8 s of the run's 60
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
+    drawn = """() => { const gd = document.getElementById('figure-0'), out = {};
+        gd._fullData.filter(t => t.meta && t.meta.role === 'events' && t.visible === true).forEach(t => {
+            out[t.meta.kind] = [t.type, t.x.length, Array.from(t.x).filter(x => x >= 10 && x <= 18).length]; });
+        return out; }"""
+    t = events["t_ms"] / 1000
+    fires, crashes = t[events["kind"] == "fire"], t[events["kind"] == "crash"]
+    # in view: 10 to 18 s (i = 1000..1800); around it the page keeps the view widened by its width each side
+    # (2 to 26 s); the 150 crashes, a notable kind the overview drew, stay whole
+    want = {"fire": ["scattergl", int(fires.between(2, 26).sum()), int(fires.between(10, 18).sum())],
+            "crash": ["scattergl", 150, int(crashes.between(10, 18).sum())]}
+    assert v.js(drawn) == want and want["fire"][1:] == [2_340, 780] and want["crash"][2] == 21
+    assert v.js("() => document.getElementById('figure-0').data.filter(t => t.meta && t.meta.role === 'warm-up').map(t => t.x)") == [[None]]
     v.assert_clean()
 
 
