@@ -161,14 +161,16 @@ ON_ZOOM = """(function () {
     if (detail === Boolean(gd.alarmkitDetail)) return;
     gd.alarmkitDetail = detail;
     if (detail) { loadDetail(); fillView(); }
-    var which = [], visible = [];
+    var which = [], visible = [], notes = (gd.layout.meta || {}).subtitles || {};
     gd.data.forEach(function (t, i) {
       if (!t.meta) return;
       if (t.meta.role === 'density') { which.push(i); visible.push(!detail); }
       else if (t.meta.detail) { which.push(i); visible.push(detail ? true : 'legendonly'); }
       else if (t.meta.svg_first && detail) { which.push(i); visible.push(t.visible === undefined ? true : t.visible); }
     });
-    Plotly.restyle(gd, {visible: visible}, which);
+    // one redraw for both: the traces shown and the subtitle saying which drawing this is
+    var note = detail ? notes.detail : notes.overview;
+    Plotly.update(gd, {visible: visible}, note ? {'title.subtitle.text': note} : {}, which);
   });
 })();""".replace("__GL_THRESHOLD__", str(GL_THRESHOLD))
 

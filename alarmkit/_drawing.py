@@ -291,12 +291,17 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
                          fixedrange=n < 30, ticks="", automargin=True)
     pad = max((view_hi - lo) * (0.01 if window else 0.04), 1.0)  # a window asked for is the view, nearly to the ms
     note = f"{total:,} events" + (" · WebGL" if drawer.large else "")
+    detail_note = ""  # the subtitle once a zoom draws every event in view (the page script swaps them)
     if drawer.overview:
+        detail_note = (note + f" · in detail: every event in and around the view is drawn; zoom out past "
+                       f"{DETAIL_IN_VIEW:,} events in view for the density map")
         note += (f" · zoomed out: events per lane and time (darker = more) and the notable ones "
                  f"(kinds of at most {SVG_NOTABLE:,} events); zoom in on fewer than "
                  f"{DETAIL_IN_VIEW:,} events to draw each one")
     if view_hi < hi:  # the view opens on the alarm activity; autoscale shows the idle evictions after it
-        note += f" · view ends at {fmt_ms(view_hi)}; idle evictions until {fmt_ms(hi)} (double-click to see all)"
+        ends = f" · view ends at {fmt_ms(view_hi)}; idle evictions until {fmt_ms(hi)} (double-click to see all)"
+        note += ends
+        detail_note += ends if detail_note else ""
     fig.update_xaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, ticks="outside", showline=True,
                      linecolor="#999", range=[(lo - pad) / scale, (view_hi + (1 if window else 3) * pad) / scale])
     fig.update_xaxes(title_text=f"virtual time ({unit})", row=len(panels), col=1)
@@ -313,7 +318,8 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         hoverlabel=dict(bgcolor="white", font=dict(size=12, family=_FONT["family"]), align="left"),
         hovermode="closest", margin=dict(l=20, r=20, t=80, b=60 + legend_h),
         meta={"unit": unit, "scale": scale, "events": total, "large": drawer.large,
-              "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0, "gl_threshold": gl_threshold},
+              "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0, "gl_threshold": gl_threshold,
+              "subtitles": {"overview": note, "detail": detail_note} if drawer.overview else {}},
     )
     place_labels(fig)
     if drawer.by_class:

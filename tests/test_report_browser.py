@@ -175,6 +175,8 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
         return Object.fromEntries(gd.data.filter(t => t.meta && !['span', 'warm-up'].includes(t.meta.role))
             .map(t => [t.meta.kind || t.meta.role, t.visible === undefined ? true : t.visible])); }"""
     assert v.js(state) == {"density": True, "fire": "legendonly", "crash": True}
+    subtitle = "() => document.querySelector('#figure-0 .gtitle-subtitle').textContent"
+    assert "zoomed out: events per lane and time" in v.js(subtitle)
     # the page opens on the 150 crashes in SVG (no WebGL yet); the 5,850 fires wait, unparsed, in a JSON block
     n = v.js(EVENT_POINTS, "figure-0")
     assert (n["data"], n["dom"], n["canvas"]) == (150 + 1, 150, 0)  # + the hidden fires' one gap point
@@ -190,6 +192,8 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
     v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
     assert v.js(state) == {"density": False, "fire": True, "crash": True}
+    # the subtitle says which drawing this is, as drawn in the page (not only in the figure)
+    assert v.js(subtitle).startswith("6,000 events · WebGL · in detail: every event in and around the view is drawn")
     # every fire in view is drawn, read from the block; of the rest, only those near the view
     in_view = """() => { const t = document.getElementById('figure-0')._fullData.find(t => t.meta && t.meta.kind === 'fire');
         let n = 0; for (let k = 0; k < t.x.length; k++) if (t.x[k] >= 0 && t.x[k] <= 5 && t.y[k] <= 3.5) n++;
@@ -207,6 +211,7 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
     v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === false", timeout=30_000)
     assert v.js(state)["fire"] == "legendonly"
+    assert "zoomed out: events per lane and time" in v.js(subtitle) and "in detail" not in v.js(subtitle)
     v.assert_clean()
 
 
