@@ -35,10 +35,10 @@ class Kernel:
 
     ``run()`` and ``run_until_complete()`` stop runaway work with ``RunawayError``: see ``_budget``.
 
-    ``at_instant_end``: a function called once (then cleared) when the current instant's work is
-    done (no microtask ready, no timer due now), before the clock moves or a run returns. It may arm
-    timers; with ``reserve()`` one armed then orders as if armed when the seq was reserved. The
-    runtime's handler watchdog uses it to arm nothing for a handler that ends in the instant it began.
+    ``at_instant_end(fn)``: call ``fn()`` once when the current instant's work is done (no microtask
+    ready, no timer due now), before the clock moves or a run returns; several run in the order given.
+    It may arm timers; with ``reserve()`` one armed then orders as if armed when the seq was reserved.
+    The runtime's handler watchdog uses it to arm nothing for a handler that ends in the instant it began.
     """
 
     def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS,
@@ -60,7 +60,7 @@ class Kernel:
         self._ready: deque = deque()
         self.current: Task | None = None  # the task being stepped, for whoever asks
         self._ready_none = Ready(self, None)  # immutable, so one serves every checkpoint(None)
-        self.at_instant_end: Callable[[], None] | None = None
+        self._instant_end: list[Callable[[], None]] = []  # see at_instant_end
 
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> list:
@@ -76,6 +76,12 @@ class Kernel:
         entry = [t, seq, fn, args]
         heapq.heappush(self._heap, entry)
         return entry
+
+    def at_instant_end(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once, when this instant's work is done (see the class docstring)."""
+        if not callable(fn):
+            raise AlarmkitError(f"at_instant_end needs a function to call, got {fn!r}")
+        self._instant_end.append(fn)
 
     def reserve(self) -> int:
         """A timer's place in the order of timers at one time, taken now, for ``call_at(seq=...)`` later."""
@@ -164,14 +170,15 @@ class Kernel:
         heap = self._heap
         while heap and heap[0][2] is None:
             heapq.heappop(heap)
-        if self.at_instant_end is not None and (not heap or heap[0][0] != self.now):
+        if self._instant_end and (not heap or heap[0][0] != self.now):
             self._end_instant()  # may arm a timer
             return self.peek()
         return heap[0][0] if heap else float("inf")
 
     def _end_instant(self) -> None:
-        hook, self.at_instant_end = self.at_instant_end, None
-        hook()
+        hooks, self._instant_end = self._instant_end, []
+        for fn in hooks:
+            fn()
 
     def step(self) -> bool:
         """Process one microtask, or else one timer. False when nothing is left."""
@@ -179,8 +186,8 @@ class Kernel:
             fn, args = self._ready.popleft()
             fn(*args)
             return True
-        if self.at_instant_end is not None:
-            self.peek()  # calls it if this instant's work is done
+        if self._instant_end:
+            self.peek()  # calls them if this instant's work is done
         heap = self._heap
         while heap:
             t, _, fn, args = heapq.heappop(heap)
@@ -222,9 +229,8 @@ class Kernel:
                     raise over_step_limit(self.now, limit, self._culprit(*ready[0]))
                 fn, args = ready.popleft()
                 fn(*args)
-            if self.at_instant_end is not None and (not heap or heap[0][0] != now):
-                hook, self.at_instant_end = self.at_instant_end, None  # _end_instant(), inlined
-                hook()  # may arm a timer: look again
+            if self._instant_end and (not heap or heap[0][0] != now):
+                self._end_instant()  # may arm a timer: look again
                 continue
             if not heap or heap[0][0] > end:
                 return

@@ -202,7 +202,7 @@ def test_at_instant_end_runs_once_when_the_instants_work_is_done_and_reserve_kee
 
     def first():  # work at 10 sets the hook, as the runtime's watchdog does
         k.call_soon(seen.append, ("microtask", k.now))
-        k.at_instant_end = hook
+        k.at_instant_end(hook)
 
     k.call_at(10, first)
     k.call_at(10, seen.append, ("second timer at 10",))
@@ -211,7 +211,7 @@ def test_at_instant_end_runs_once_when_the_instants_work_is_done_and_reserve_kee
     k.run()
     # at 10: the microtask, the second timer, then the hook (once); at 15 the reserved place comes first
     assert seen == [("microtask", 10), ("second timer at 10",), ("hook", 10), ("reserved at 15",), ("armed first at 15",)]
-    assert k.at_instant_end is None and k.now == 15
+    assert k._instant_end == [] and k.now == 15
 
 
 def test_at_instant_end_is_honoured_by_step_peek_and_run_until_complete():
@@ -220,9 +220,37 @@ def test_at_instant_end_is_honoured_by_step_peek_and_run_until_complete():
     k = Kernel()
     calls = []
     k.call_at(3, calls.append, "timer")
-    k.at_instant_end = lambda: calls.append(("hook", k.now))
+    k.at_instant_end(lambda: calls.append(("hook", k.now)))
     assert k.step() and calls == [("hook", 0), "timer"]  # the hook ran before the clock moved to 3
     fut = Future()
     k.call_at(9, fut.set_result, 1)
-    k.at_instant_end = lambda: calls.append(("hook", k.now))
+    k.at_instant_end(lambda: calls.append(("hook", k.now)))
     assert k.run_until_complete(fut) == 1 and calls[-1] == ("hook", 3)
+
+
+def test_several_instant_end_hooks_all_run_in_order_and_a_user_hook_cannot_displace_the_watchdog():
+    """The watchdog's hook and a user's, set in the same instant: both run (a single slot let either
+    overwrite the other: a hung alarm() never killed, or the user's hook never run)."""
+    from alarmkit import DurableObject, Simulation
+
+    ran = []
+
+    class Hangs(DurableObject):
+        async def arm(self, t):
+            await self.ctx.storage.set_alarm(t)
+
+        async def alarm(self, info):
+            self.ctx._host.sim.kernel.at_instant_end(lambda: ran.append(("user hook", self.ctx.now())))
+            if info.retry_count == 0:
+                await self.ctx.sleep(20 * 60 * 1000)
+
+    sim = Simulation(seed=1)
+    h = sim.namespace("H", Hangs).get("h")
+    sim.call(h.arm(1000))
+    sim.run(until=1002 + 900_000)
+    ev = sim.events()
+    killed = ev[(ev.kind == "handler_error")]
+    assert killed.t_ms.tolist() == [1002 + 900_000] and "HandlerTimeout" in killed.detail.iloc[0]
+    assert ran[0] == ("user hook", 1002)
+    with pytest.raises(AlarmkitError, match=r"at_instant_end needs a function to call, got 5"):
+        Kernel().at_instant_end(5)
