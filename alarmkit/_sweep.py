@@ -176,7 +176,11 @@ def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, int]:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise AlarmkitError(f"workers must be an int >= 1, got {workers!r}")
     if executor is None:
-        n = workers or os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+        n = workers or cores
+        if n > 8 * cores:  # each worker is a Python process (~100 MB); past the cores they only wait their turn
+            raise AlarmkitError(f"workers must be in 1..{8 * cores} for a local pool on this machine ({cores} cores, "
+                                f"8 workers a core at most), got {n:,}; pass fewer, or an executor of your own")
         if n == 1:
             return InProcess(), 1
         from ._pool import local_pool

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import pandas as pd
 
+from ._kernel import SEED_MAX
 from .errors import AlarmkitError, PlanNotApplied
 from .faults import FaultPlan
 from .invariants import INVARIANTS
@@ -38,6 +39,7 @@ __all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_ta
            "MAX_CRASH_RUNS"]
 
 MAX_CRASH_RUNS = 100_000  # explore's default cap on crash-point runs: lease-ledger's depth 4 is ~48,000
+MAX_SEEDS = 10_000_000  # random runs one explore() may be asked for: ~5 hours of the lease ledger at ~600 runs/s
 
 
 def explore(
@@ -259,12 +261,17 @@ def _seeds(seeds: Any) -> list[int]:
     if isinstance(seeds, bool):
         raise AlarmkitError(f"seeds is a count or a list of ints, got {seeds!r}")
     if isinstance(seeds, int):
-        if seeds < 0:
-            raise AlarmkitError(f"seeds must be >= 0 (a count of random runs), got {seeds}")
+        if not 0 <= seeds <= MAX_SEEDS:
+            raise AlarmkitError(f"seeds must be a count of random runs in 0..{MAX_SEEDS:,}, got {seeds:,}; for more, "
+                                "explore in batches of seeds (explore(..., seeds=range(a, b)))")
         return list(range(seeds))
-    out = list(seeds)
-    if not all(isinstance(s, int) and not isinstance(s, bool) for s in out):
-        raise AlarmkitError(f"seeds must all be ints, got {out!r}")
+    out = []
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= SEED_MAX:
+            raise AlarmkitError(f"seeds must all be ints in 0..2**63-1, got {s!r}")
+        out.append(s)
+        if len(out) > MAX_SEEDS:
+            raise AlarmkitError(f"seeds may list at most {MAX_SEEDS:,} seeds; explore in batches")
     return out
 
 

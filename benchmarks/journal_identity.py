@@ -13,7 +13,9 @@ that the scenarios' own plans leave unused. Runs rows are not compared: they hol
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 import duckdb
 
@@ -45,8 +47,8 @@ def record(path: str) -> None:
 
 def compare(a: str, b: str) -> int:
     con = duckdb.connect()
-    con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
-    con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
+    for name, path in (("a", a), ("b", b)):  # ATTACH takes no parameters: the path quoted as SQL text
+        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {name} (READ_ONLY)")
 
     def side(db: str) -> str:
         return (f"SELECT k.*, {', '.join('e.' + c for c in COLUMNS.split(', '))} FROM {db}.events e JOIN "
@@ -65,10 +67,28 @@ def compare(a: str, b: str) -> int:
     return 1 if bad else 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the journals into a new DuckDB file")
+    rec.add_argument("path", help="a file that does not exist yet")
+    cmp_ = sub.add_parser("compare", help="compare two recordings; exit 1 if any row differs")
+    cmp_.add_argument("a")
+    cmp_.add_argument("b")
+    a = ap.parse_args(argv)
+    if a.command == "record":
+        if Path(a.path).exists():  # appending would double every run, and compare would then cry wolf
+            ap.exit(2, f"journal_identity: {a.path} exists; record into a new file (nothing was written)\n")
+        record(a.path)
+        return 0
+    for path in (a.a, a.b):
+        if not Path(path).is_file():
+            ap.exit(2, f"journal_identity: {path} is not a file; record one with: record {path}\n")
+    try:
+        return compare(a.a, a.b)
+    except duckdb.Error as err:
+        ap.exit(2, f"journal_identity: could not read {a.a} and {a.b} as recordings: {str(err).splitlines()[0]}\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "record":
-        record(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
-        sys.exit(compare(sys.argv[2], sys.argv[3]))
-    else:
-        sys.exit(__doc__)
+    sys.exit(main())

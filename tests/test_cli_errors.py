@@ -357,3 +357,15 @@ def test_an_os_error_is_one_line(monkeypatch, capsys):
     assert cli.main(["list"]) == 2
     assert capsys.readouterr().err == ("alarmkit: error: No space left on device: '/data/j.duckdb'; "
                                        "check the path or pass another one\n")
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--seeds", "99999999999999999999"], ["seeds must be a count of random runs in 0..10,000,000",
+                                          "got 99,999,999,999,999,999,999", "explore in batches"]),
+    (["--seeds", "10000000000"], ["got 10,000,000,000"]),  # list(range(...)) of it ate memory before
+    (["--seeds", "1", "--workers", "99999999999999999999"], ["workers must be in 1..", "cores", "pass fewer"]),
+])
+def test_explore_refuses_runaway_counts_before_any_run(tmp_path, args, fragments):
+    p = alarmkit("explore", "lease-ledger", *args, "--db", str(tmp_path / "j.duckdb"), cwd=tmp_path, timeout=120)
+    refused(p, *fragments)
+    assert not (tmp_path / "j.duckdb").exists()

@@ -182,7 +182,7 @@ def test_fault_space_draws_are_deterministic_and_bounded():
     ({"scenario": "nope"}, r"^unknown scenario 'nope'"),
     ({"scenario": "lease-ledger", "params": {"ttl": 5}}, r"^scenario 'lease-ledger' has no parameter\(s\) \['ttl'\]"),
     ({"scenario": "lease-ledger", "crash_points": "some"}, r"^crash_points is 'all', 'alarm', None or a list"),
-    ({"scenario": "lease-ledger", "seeds": -1}, r"^seeds must be >= 0"),
+    ({"scenario": "lease-ledger", "seeds": -1}, r"^seeds must be a count of random runs in 0\.\.10,000,000, got -1"),
     ({"scenario": "lease-ledger", "depth": -1}, r"^depth is how many crashes"),
     ({"scenario": "lease-ledger", "executor": "cluster"}, r"^executor must be None \(a local process pool\), 'serial'"),
     ({"scenario": "lease-ledger", "faults": 3}, r"^faults is a FaultPlan, a FaultSpace, a dict or None, got int$"),
