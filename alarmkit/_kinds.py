@@ -55,6 +55,15 @@ CLASS_OF: dict[str, str] = {
 }
 
 
+# The kinds the runtime journals itself. Summaries and checks read them by meaning (a fire is an
+# alarm() run, with its retry count), so a custom event (journal_event) may not take these names.
+RUNTIME_KINDS = frozenset({
+    "arm", "disarm", "fire", "fire_skipped", "handler_ok", "handler_error", "retry_scheduled", "abandoned",
+    "revive", "effect", "crash", "facet_broken", "actor_broken", "aborted", "fault", "restart", "construct",
+    "call", "evict", "bucket", "clock_start", "wake",
+})
+
+
 def kind_class(kind: str) -> str:
     """The class a kind counts under (see the table above); an unknown kind is its own class."""
     return CLASS_OF.get(kind, kind)

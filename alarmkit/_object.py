@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
-from ._checks import MAX_MS, shown, text
+from ._checks import MAX_MS, custom_event, shown, text
 from ._kernel import Future, as_coro
 from ._storage import Cursor
 from .errors import AlarmkitError, AlarmTimeError
@@ -249,8 +249,10 @@ class DurableObjectState:
 
     def journal_event(self, kind: str, *, scheduled_ms: int | None = None, prev_ms: int | None = None,
                       retry_count: int | None = None, detail: dict | None = None) -> None:
-        """Journal a custom event about this object now (``kind`` is yours, e.g. ``"keepalive_fire"``)."""
+        """Journal a custom event about this object now (``kind`` is yours, e.g. ``"keepalive_fire"``); refused
+        as ``sim.journal_event`` refuses (a kind the runtime journals itself, a bad time or detail)."""
         host = self._host
+        detail = custom_event(kind, scheduled_ms, prev_ms, retry_count, detail)
         host.sim.log(kind, host, scheduled_ms, prev_ms, retry_count, detail)
 
     def sleep(self, ms: int) -> Future:

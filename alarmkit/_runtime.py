@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ._events import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
 from ._budget import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit
-from ._checks import text, time_ms
+from ._checks import custom_event, text, time_ms
 from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
 from ._celld import CelldScheduler
 from ._facets import facets_of
@@ -154,7 +154,10 @@ class Simulation(AlarmDelivery):
     def journal_event(self, kind: str, stub: Stub | None = None, *, scheduled_ms: int | None = None,
                       prev_ms: int | None = None, retry_count: int | None = None, detail: dict | None = None) -> None:
         """Journal a custom event now (``kind`` is yours, e.g. ``"deploy"``), about ``stub``'s object
-        or about the whole runtime (no stub). Inside an object use ``ctx.journal_event``."""
+        or about the whole runtime (no stub). Inside an object use ``ctx.journal_event``. A kind the
+        runtime journals itself (``fire``, ``arm``...), a time outside 0..2**53 ms or a detail that is not
+        a dict is refused (``InvalidValue``)."""
+        detail = custom_event(kind, scheduled_ms, prev_ms, retry_count, detail)
         self.log(kind, None if stub is None else stub._host, scheduled_ms, prev_ms, retry_count, detail)
 
     # -- objects --------------------------------------------------------------------------

@@ -473,3 +473,29 @@ def test_a_keyboard_interrupt_in_a_constructor_the_celld_waker_runs_does_not_sto
     sim.run()  # the waker ticks on: the next minute wakes the cell and its alarm fires
     assert _events(sim)[7:11] == [(240_000, "construct", None, None), (240_000, "wake", 200_000, None),
                                   (240_002, "fire", 200_000, None), (240_002, "handler_ok", 200_000, None)]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"kind": "fire", "scheduled_ms": 100}, r"journal_event kind 'fire' is one the runtime journals itself .*e\.g\. 'my_fire'"),
+    ({"kind": "handler_ok"}, r"kind 'handler_ok' is one the runtime journals itself"),
+    ({"kind": ""}, r"journal_event\(kind\) must be a non-empty string, got ''"),
+    ({"kind": "x", "scheduled_ms": 2**60}, r"journal_event\(scheduled_ms=\.\.\.\) must be"),
+    ({"kind": "x", "prev_ms": -5}, r"journal_event\(prev_ms=\.\.\.\) must be .*got -5"),
+    ({"kind": "x", "retry_count": 2**40}, r"retry_count=\.\.\.\) must be an int in 0\.\.2\*\*31-1 .*got 1,099,511,627,776"),
+    ({"kind": "x", "detail": "hello"}, r"detail=\.\.\.\) must be a dict .*got str 'hello'; wrap it"),
+])
+def test_a_custom_event_the_journal_would_misread_or_could_not_hold_is_refused_where_it_enters(kwargs, message):
+    """A custom 'fire' counted as an alarm() run (and crashed run_scenario's summary without a
+    retry_count); a retry_count past the INTEGER column or a text detail broke a later flush."""
+    journal = Journal()
+    sim = Simulation(journal=journal)
+    stub = sim.namespace("NS", Obj).get("a")
+    kind = kwargs.pop("kind")
+    with pytest.raises(InvalidValue, match=message):
+        sim.journal_event(kind, stub, **kwargs)
+    ctx = stub._host.ensure_live().ctx  # inside an object: the same check
+    with pytest.raises(InvalidValue, match=message):
+        ctx.journal_event(kind, **kwargs)
+    sim.journal_event("my_fire", stub, scheduled_ms=100, retry_count=0, detail={"n": 1})  # a name of its own is fine
+    sim.close()
+    assert journal.events(sim.run_id).kind.tolist() == ["construct", "my_fire"]
