@@ -295,6 +295,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {a.repeat}")
+    if a.leases is not None and not 1 <= a.leases <= 10_000_000:
+        ap.error(f"--leases must be in 1..10,000,000 objects, got {a.leases:,}")
     scale = 10 if a.quick else 1
     objects, rearms, events, leases = 10_000 // scale, 100, 1_000_000 // scale, 100_000 // scale
     leases = a.leases or leases

@@ -203,6 +203,9 @@ def pair(before: Path, after: Path, repeat: int, zooms: tuple[str, ...] = tuple(
                       f"detail ({ZOOM_LABEL[zoom]}) {r['zoom_s'] or 0:.2f} s, points at load "
                       f"{r['points']:,}, in detail {r.get('points_in_detail', 0):,}", flush=True)
         for key, label in (("wall_s", "first render"), ("zoom_s", f"switch to detail ({ZOOM_LABEL[zoom]})")):
+            if any(r[key] is None for rs in runs.values() for r in rs):
+                print(f"{label}: not measured (a report that does not open on its density map has no switch)")
+                continue
             ratios = sorted(a[key] / b[key] for a, b in zip(runs["after"], runs["before"]))
             span = {name: sorted(r[key] for r in rs) for name, rs in runs.items()}
             print(f"{label}: before {span['before'][0]:.2f}-{span['before'][-1]:.2f} s, after "
@@ -211,21 +214,48 @@ def pair(before: Path, after: Path, repeat: int, zooms: tuple[str, ...] = tuple(
     return 0
 
 
+def _count(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected a number in {lo:,}..{hi:,}, got {value:,}")
+        return value
+    return parse
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--sizes", type=int, nargs="*")
+    ap.add_argument("--quick", action="store_true", help="10,000 and 100,000 events only")
+    ap.add_argument("--sizes", type=_count(1_000, 10_000_000), nargs="*",
+                    help="journal sizes in events, each in 1,000..10,000,000 (default 10,000, 100,000 and 1,000,000)")
     ap.add_argument("--keep", type=Path, default=None, help="folder to keep the journals and reports in")
     ap.add_argument("--pair", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
                     help="render two reports of the same journal in turns (--repeat times) and print their ratios")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--zoom", choices=[*ZOOMS, "each"], default="each", help="with --pair: which switch to detail")
+    ap.add_argument("--repeat", type=_count(1, 100), default=3, help="with --pair: turns of each report (default 3)")
+    ap.add_argument("--zoom", choices=[*ZOOMS, "each"], default=None, help="with --pair: which switch to detail (default each)")
     a = ap.parse_args(argv)
+    if a.zoom is not None and not a.pair:
+        ap.error("--zoom goes with --pair (a plain run times every switch)")
+    if a.pair:
+        for path in a.pair:
+            if not path.is_file():
+                ap.error(f"--pair: {path} is not a file (two HTML reports of one journal)")
+        a.pair = [path.resolve() for path in a.pair]  # a file URI needs an absolute path
+    if a.keep is not None:
+        if a.keep.exists() and not a.keep.is_dir():
+            ap.error(f"--keep {a.keep} is a file; it takes a folder to keep the journals and reports in")
+        sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
+        taken = [p.name for n in sizes for p in (a.keep / f"j{n}.duckdb", a.keep / f"report{n}.html") if p.exists()]
+        if taken:  # never written over: they may be someone's
+            ap.error(f"--keep {a.keep} holds {', '.join(taken)} already; pass an empty folder")
     if not Path(CHROMIUM).exists():
         print(f"no {CHROMIUM}; install Debian's chromium package", file=sys.stderr)
         return 2
     if a.pair:
-        return pair(*a.pair, repeat=a.repeat, zooms=tuple(ZOOMS) if a.zoom == "each" else (a.zoom,))
+        return pair(*a.pair, repeat=a.repeat, zooms=tuple(ZOOMS) if a.zoom in (None, "each") else (a.zoom,))
     sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
     folder = a.keep or Path(tempfile.mkdtemp(prefix="alarmkit-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
