@@ -98,7 +98,12 @@ class Exploration:
             lines.append(f"no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, {under}")
         for cx in self.counterexamples:
             lines += ["", f"{cx.invariant} on {cx.object} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
-                      f"  {cx.message}", "", cx.snippet()]
+                      f"  {cx.message}"]
+            found = t.loc[t["key"] == cx.found_in, "run_id"] if "run_id" in t else []
+            if len(found) and not pd.isna(found.iloc[0]):  # journaled: where to look at the run it came from
+                lines.append(f"  found in run {int(found.iloc[0])} of the journal "
+                             f"(`alarmkit export --db FILE --run {int(found.iloc[0])}` draws it)")
+            lines += ["", cx.snippet()]
         errors = t[t["error"] != ""]
         if len(errors):
             lines += ["", f"{len(errors)} run(s) raised out of the scenario, e.g. {errors['key'].iloc[0]}: "

@@ -368,8 +368,12 @@ class Journal:
     def run(self, run_id: int) -> dict:
         df = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [int(run_id)]).df()
         if df.empty:
-            known = self.con.execute("SELECT list(run_id ORDER BY run_id) FROM runs").fetchone()[0]
-            raise AlarmkitError(f"no run {run_id!r} in the journal; runs here: {known or []}")
+            n, lo, hi = self.con.execute("SELECT count(*), min(run_id), max(run_id) FROM runs").fetchone()
+            if n <= 12:  # a few: name them; many (an explore's hundreds): the range, not a wall of ids
+                known = self.con.execute("SELECT list(run_id ORDER BY run_id) FROM runs").fetchone()[0]
+                raise AlarmkitError(f"no run {run_id!r} in the journal; runs here: {known or []}")
+            raise AlarmkitError(f"no run {run_id!r} in the journal; it holds {n:,} runs, ids {lo}..{hi} "
+                                "(journal.runs() lists them)")
         row = df.iloc[0].to_dict()
         row["params"] = json.loads(row["params"]) if row["params"] else {}
         row["faults"] = json.loads(row["faults"]) if row["faults"] else None

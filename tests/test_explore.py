@@ -234,3 +234,19 @@ def test_cli_bad_numbers_exit_2(capsys):
         main(["explore", "lease-ledger", "--seeds", "many"])
     assert exc.value.code == 2 and "expected a whole number, got 'many'" in capsys.readouterr().err
     assert main(["explore", "lease-ledger", "--workers", "0"]) == 2
+
+
+def test_a_journaled_exploration_says_which_run_each_counterexample_came_from(tmp_path):
+    journal = Journal(tmp_path / "x.duckdb")
+    found = explore("lease-no-revival", seeds=20, journal=journal, workers=1, progress=False)
+    cx = found.counterexamples[0]
+    row = found.table[found.table["key"] == cx.found_in].iloc[0]
+    run = journal.run(int(row["run_id"]))
+    assert (run["scenario"], run["seed"]) == ("lease-no-revival", int(row["seed"]))
+    assert f"  found in run {int(row['run_id'])} of the journal (`alarmkit export --db FILE --run {int(row['run_id'])}`" \
+        in found.report()
+    assert "found in run" not in explore("lease-no-revival", seeds=20, workers=1, progress=False).report()  # no journal
+    n = len(found.table)
+    with pytest.raises(AlarmkitError, match=rf"^no run 99999 in the journal; it holds {n:,} runs, ids 1\.\.{n} "):
+        journal.run(99999)  # hundreds of runs: the range, not every id
+    journal.close()
