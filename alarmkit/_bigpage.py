@@ -195,17 +195,15 @@ ON_ZOOM = r"""(function () {
       if (title && / \((ms|s|min|h)\)$/.test(title)) update[name + '.title.text'] = title.replace(/ \((ms|s|min|h)\)$/, '');
     });
   }
-  function ticks() {  // one relayout of the axes' ticks (its own event is recognised and skipped)
-    var update = {};
-    laneTicks(update); if (meta.unit) timeTicks(update);
-    if (Object.keys(update).length) Plotly.relayout(gd, update);
-  }
   var OWN = /^[xy]axis\d*\.(tickvals|ticktext|tickmode|title\.text)$/;
   gd.on('plotly_relayout', function (ev) {
     var keys = Object.keys(ev || {});
     if (keys.length && keys.every(function (k) { return OWN.test(k); })) return;  // the ticks set below
-    ticks();
-    if (!meta.large) return;
+    // the axes' new ticks go with this zoom's one redraw (Plotly.update), else in a relayout of their own
+    var tk = {};
+    laneTicks(tk); if (meta.unit) timeTicks(tk);
+    function retick() { if (Object.keys(tk).length) Plotly.relayout(gd, tk); }
+    if (!meta.large) return retick();
     var ya = gd._fullLayout.yaxis, rows = Math.max(1, Math.abs(ya.range[0] - ya.range[1]));
     var f = Math.max(0.2, Math.min(1, ya._length / rows / 60));
     if (Math.abs(f - (gd.alarmkitScale || 0)) >= 0.02) {
@@ -218,17 +216,17 @@ ON_ZOOM = r"""(function () {
       // a redraw of the whole figure (~0.2 s at 1M events): only when a size changes
       if (idx.length) Plotly.restyle(gd, {'marker.size': sizes}, idx);
     }
-    if (!limit) return;
+    if (!limit) return retick();
     var detail = eventsInView() <= limit, notes = meta.subtitles || {};
     if (detail && gd.alarmkitDetail) {  // still in detail: the view moved, so do the events drawn
       var gl = fillView();
       var moved = Object.keys(full || {}).map(Number);
       Plotly.update(gd, {x: moved.map(function (i) { return gd.data[i].x; }),
                          y: moved.map(function (i) { return gd.data[i].y; })},
-                    subtitle(gl), moved);
+                    Object.assign(tk, subtitle(gl)), moved);
       return;
     }
-    if (detail === Boolean(gd.alarmkitDetail)) return;
+    if (detail === Boolean(gd.alarmkitDetail)) return retick();
     gd.alarmkitDetail = detail;
     var drawnGl = false;
     if (detail) { loadDetail(); drawnGl = fillView(); }
@@ -243,8 +241,9 @@ ON_ZOOM = r"""(function () {
       }
       else if (t.meta.svg_first && detail) { which.push(i); visible.push(t.visible === undefined ? true : t.visible); }
     });
-    // one redraw for both: the traces shown and the subtitle saying which drawing this is
-    Plotly.update(gd, {visible: visible}, detail ? subtitle(drawnGl) : notes.overview ? {'title.subtitle.text': notes.overview} : {}, which);
+    // one redraw for all: the traces shown, the ticks and the subtitle saying which drawing this is
+    Plotly.update(gd, {visible: visible}, Object.assign(tk, detail ? subtitle(drawnGl) : notes.overview
+                                                         ? {'title.subtitle.text': notes.overview} : {}), which);
   });
   function subtitle(gl) {  // the detail's subtitle, saying whether this view is drawn in WebGL or in SVG
     var notes = meta.subtitles || {}, text = gl ? notes.detail : notes.detail_svg || notes.detail;
