@@ -185,10 +185,15 @@ ON_ZOOM = r"""(function () {
       var ax = gd._fullLayout[name];
       if (!/^xaxis\d*$/.test(name) || !ax || !ax.range || ax.type === 'date') return;
       var x0 = Math.min(ax.range[0], ax.range[1]) * scale, x1 = Math.max(ax.range[0], ax.range[1]) * scale;
-      var want = Math.max(2, Math.floor(ax._length / 110)), step = STEPS[STEPS.length - 1];
-      for (var k = 0; k < STEPS.length; k++) if ((x1 - x0) / STEPS[k] <= want) { step = STEPS[k]; break; }
-      var vals = [], text = [];
-      for (var t = Math.ceil(x0 / step) * step; t <= x1; t += step) { vals.push(t / scale); text.push(clock(t, step)); }
+      var vals, text;  // the finest round step whose labels (~7.5 px a character at 13 px) fit side by side
+      for (var k = 0; k < STEPS.length; k++) {
+        if ((x1 - x0) / STEPS[k] > ax._length / 60) continue;
+        vals = []; text = [];
+        for (var t = Math.ceil(x0 / STEPS[k]) * STEPS[k]; t <= x1; t += STEPS[k]) { vals.push(t / scale); text.push(clock(t, STEPS[k])); }
+        var widest = Math.max.apply(null, text.map(function (s) { return s.length; }).concat([1]));
+        if ((widest * 7.5 + 24) * (x1 - x0) / STEPS[k] <= ax._length) break;
+      }
+      if (!vals) return;
       if (String(text) === String(ax.ticktext)) return;
       update[name + '.tickmode'] = 'array'; update[name + '.tickvals'] = vals; update[name + '.ticktext'] = text;
       var title = ax.title && ax.title.text;  // the labels now carry their units

@@ -330,14 +330,20 @@ def _apart(ticks):
 def test_lane_names_and_time_labels_follow_the_zoom_of_a_big_timeline(browser, tmp_path):
     from alarmkit.journal import rows_to_frame
 
-    # 300 objects over 12 h: the axis opens naming every 5th lane, its time in hours
-    rows = [(i, i * 7_200, "NS", f"o{i % 300:03d}", "fire" if i % 40 else "crash", i * 7_200, None, 0, {})
-            for i in range(1, 6_001)]
+    # 300 objects over 12 h: the axis opens naming every 5th lane, its time in hours; the first lane's
+    # name is hostile (it sorts first)
+    rows = [(i, i * 7_200, "NS", f"o{i % 300:03d}" if i % 300 else HOSTILE, "fire" if i % 40 else "crash",
+             i * 7_200, None, 0, {}) for i in range(1, 6_001)]
     events = rows_to_frame(1, rows)
     fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
     v = Visit(browser, export_html(fig, tmp_path / "lanes.html", events=events), figures=1)
     names = [t[0] for t in v.js(TICKS, ["figure-0", "y"])]
-    assert names == [f"o{k:03d}" for k in range(0, 300, 5)] and fig.layout.meta["unit"] == "h"
+    assert names == [HOSTILE, *[f"o{k:03d}" for k in range(5, 300, 5)]] and fig.layout.meta["unit"] == "h"
+    v.js("() => Plotly.relayout('figure-0', {'yaxis.range': [7.5, -0.5]})")  # 8 lanes: each one named, as text
+    want = [HOSTILE, *[f"o{k:03d}" for k in range(1, 8)]]
+    v.page.wait_for_function("w => JSON.stringify([...document.querySelectorAll('#figure-0 .ytick text')]"
+                             ".map(t => t.textContent)) === JSON.stringify(w)", arg=want, timeout=30_000)
+    assert v.js("() => [window.__pwned, document.querySelectorAll('img').length]") == [None, 0]
     v.js("() => Plotly.relayout('figure-0', {'yaxis.range': [62.5, 54.5]})")  # lanes 55 to 62: each one named
     want = [f"o{k:03d}" for k in range(55, 63)]
     v.page.wait_for_function("w => JSON.stringify([...document.querySelectorAll('#figure-0 .ytick text')]"
