@@ -292,7 +292,8 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
                          range=[n - 0.4, -0.62], showgrid=True, gridcolor="#e3e3e3", zeroline=False,
                          fixedrange=n < 30, ticks="", automargin=True)
     pad = max((view_hi - lo) * (0.01 if window else 0.04), 1.0)  # a window asked for is the view, nearly to the ms
-    note = f"{total:,} events" + (" · WebGL" if drawer.large else "")
+    # the overview draws a density map and the notable kinds in SVG: "WebGL" only of what is drawn in it
+    note = f"{total:,} events" + (" · WebGL" if drawer.large and not drawer.overview else "")
     # the subtitles once a zoom draws every event in view, in WebGL or (few in view) in SVG; the page
     # script swaps them
     detail_note = svg_note = ""

@@ -290,6 +290,7 @@ def test_a_kind_shown_from_the_legend_after_a_zoom_draws_in_webgl_and_stays_show
     v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")  # double-click out
     v.page.wait_for_function(DETAIL, arg=False, timeout=30_000)
     assert v.js(VISIBLE, ["figure-0", "fire"])[0] == "legendonly"
+    assert v.js(subtitle).startswith("6,000 events · zoomed out")  # density and crashes, SVG: no "WebGL"
     # the greyed kind shown from the legend: all 5,850 fires, in WebGL (in SVG they were 5,850 DOM nodes)
     v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
     v.page.wait_for_function(f"({VISIBLE})(['figure-0', 'fire'])[0] === true", timeout=30_000)
