@@ -17,9 +17,9 @@ __all__ = ["ON_ZOOM", "defer_detail"]
 # layout.meta.detail_in_view events are in view (summed from the density map) every event in and
 # around the view is drawn. No journal data in this script: that comes from the figure's JSON and
 # from the JSON block defer_detail fills, read with JSON.parse only.
-ON_ZOOM = """(function () {
+ON_ZOOM = r"""(function () {
   var gd = document.getElementById('{plot_id}');
-  var limit = (gd.layout.meta || {}).detail_in_view || 0;
+  var limit = (gd.layout.meta || {}).detail_in_view || 0;  // 0: not a big timeline's overview
   function axis(name, letter) { return gd._fullLayout[letter + 'axis' + name.slice(1)]; }
   // kept now: once hidden, a trace's decoded data leaves gd._fullData
   var density = gd._fullData.filter(function (t) { return t.meta && t.meta.role === 'density'; });
@@ -44,12 +44,25 @@ ON_ZOOM = """(function () {
       gd.data[Number(i)].type = f.type;
     });
   }
-  function showAll() {  // a legend click before any zoom: the whole of every hidden trace
-    loadDetail();
-    Object.keys(full || {}).forEach(function (i) {
-      ['x', 'y', 'hovertext', 'text'].forEach(function (k) { if (full[i][k] !== undefined) gd.data[Number(i)][k] = full[i][k]; });
-    });
+  function whole(i) {  // a hidden trace's whole data, in the type it was built with (fillView may have made it SVG)
+    ['x', 'y', 'hovertext', 'text'].forEach(function (k) { if (full[i][k] !== undefined) gd.data[Number(i)][k] = full[i][k]; });
+    gd.data[Number(i)].type = full[i].type;
   }
+  function showAll() {  // a legend click outside detail: the whole of every hidden trace, as built
+    loadDetail();
+    Object.keys(full || {}).forEach(whole);
+  }
+  // The user's legend choices (trace index -> visible), kept through zooms: a kind turned on in the
+  // overview stays on, one turned off in detail stays off. Legend clicks restyle 'visible'; this
+  // script's own switches use Plotly.update, which is not a restyle event.
+  var chosen = {};
+  gd.on('plotly_restyle', function (ev) {
+    var v = ev && ev[0] && ev[0].visible;
+    if (v === undefined) return;
+    (ev[1] || gd.data.map(function (t, i) { return i; })).forEach(function (i, k) {
+      if (gd.data[i].meta && gd.data[i].meta.detail) chosen[i] = Array.isArray(v) ? v[k] : v;
+    });
+  });
   // In detail, each hidden trace holds only what lies in and around the view (the view widened by its
   // own size each side, 5 lanes up and down): software WebGL drew all 1M events of a run in ~6 s, and
   // the view holds at most detail_in_view. Lines keep whole segments (3 or 5 points with their gap).
@@ -90,6 +103,7 @@ ON_ZOOM = """(function () {
     gd.data.forEach(function (t) {  // the overview's notable events go along, so no marker covers them
       if (t.meta && t.meta.svg_first) t.type = gl ? 'scattergl' : 'scatter';
     });
+    return gl;
   }
   function eventsInView() {
     var n = 0;
@@ -133,12 +147,70 @@ ON_ZOOM = """(function () {
       });
   }
   if (limit) later(warm);
-  // a legend click that shows a hidden trace before any zoom: its data first
+  // a legend click that shows a hidden trace outside detail: its whole data first, in its own type
   gd.on('plotly_legendclick', function () { if (!gd.alarmkitDetail) showAll(); });
   gd.on('plotly_legenddoubleclick', function () { if (!gd.alarmkitDetail) showAll(); });
-  gd.on('plotly_relayout', function () {
-    var ya = gd._fullLayout.yaxis, lanes = Math.max(1, Math.abs(ya.range[0] - ya.range[1]));
-    var f = Math.max(0.2, Math.min(1, ya._length / lanes / 60));
+  var meta = gd.layout.meta || {}, scale = meta.scale || 1, lanes = meta.lanes || {};
+  // The lanes named on each y axis follow the zoom: every lane in view up to tick_limit of them (and
+  // one per 16 px), else every k-th. The names come escaped from the figure (layout.meta.lanes).
+  function laneTicks(update) {
+    Object.keys(lanes).forEach(function (name) {
+      var ax = gd._fullLayout[name], names = lanes[name];
+      if (!ax || !names.length) return;
+      var lo = Math.max(0, Math.ceil(Math.min(ax.range[0], ax.range[1]))),
+          hi = Math.min(names.length - 1, Math.floor(Math.max(ax.range[0], ax.range[1])));
+      var most = Math.max(1, Math.min(meta.tick_limit || 60, Math.floor(ax._length / 16)));
+      var every = Math.max(1, Math.ceil((hi - lo + 1) / most)), vals = [], text = [];
+      for (var y = Math.ceil(lo / every) * every; y <= hi; y += every) { vals.push(y); text.push(names[y]); }
+      if (String(vals) !== String(ax.tickvals)) { update[name + '.tickvals'] = vals; update[name + '.ticktext'] = text; }
+    });
+  }
+  // The time axis: ticks at a round step of the time in view, written as times ('5 h 23 min 10 s',
+  // '12.25 s'), whatever unit the figure was built in (a 2-minute view of a 6-hour run in hours read
+  // '5.39, 5.395').
+  var STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5,
+               18e5, 36e5, 72e5, 108e5, 216e5, 432e5, 864e5];
+  function clock(ms, step) {
+    var sign = ms < 0 ? '-' : '', t = Math.abs(ms), h = Math.floor(t / 36e5), m = Math.floor((t % 36e5) / 6e4),
+        s = t % 6e4, parts = [], digits = step >= 1000 ? 0 : step >= 100 ? 1 : step >= 10 ? 2 : 3;
+    if (t === 0) return '0';
+    if (t < 1000 && step < 1000) return sign + t.toFixed(Math.max(0, digits - 3)) + ' ms';
+    if (h) parts.push(h + ' h');
+    if (m || (h && step < 6e4 && s)) parts.push(m + ' min');
+    if (step < 6e4 || (!h && !m)) parts.push((s / 1000).toFixed(digits) + ' s');
+    return sign + parts.join(' ');
+  }
+  function timeTicks(update) {
+    Object.keys(gd._fullLayout).forEach(function (name) {
+      var ax = gd._fullLayout[name];
+      if (!/^xaxis\d*$/.test(name) || !ax || !ax.range || ax.type === 'date') return;
+      var x0 = Math.min(ax.range[0], ax.range[1]) * scale, x1 = Math.max(ax.range[0], ax.range[1]) * scale;
+      var vals, text;  // the finest round step whose labels (~7.5 px a character at 13 px) fit side by side
+      for (var k = 0; k < STEPS.length; k++) {
+        if ((x1 - x0) / STEPS[k] > ax._length / 60) continue;
+        vals = []; text = [];
+        for (var t = Math.ceil(x0 / STEPS[k]) * STEPS[k]; t <= x1; t += STEPS[k]) { vals.push(t / scale); text.push(clock(t, STEPS[k])); }
+        var widest = Math.max.apply(null, text.map(function (s) { return s.length; }).concat([1]));
+        if ((widest * 7.5 + 24) * (x1 - x0) / STEPS[k] <= ax._length) break;
+      }
+      if (!vals) return;
+      if (String(text) === String(ax.ticktext)) return;
+      update[name + '.tickmode'] = 'array'; update[name + '.tickvals'] = vals; update[name + '.ticktext'] = text;
+      var title = ax.title && ax.title.text;  // the labels now carry their units
+      if (title && / \((ms|s|min|h)\)$/.test(title)) update[name + '.title.text'] = title.replace(/ \((ms|s|min|h)\)$/, '');
+    });
+  }
+  var OWN = /^[xy]axis\d*\.(tickvals|ticktext|tickmode|title\.text)$/;
+  gd.on('plotly_relayout', function (ev) {
+    var keys = Object.keys(ev || {});
+    if (keys.length && keys.every(function (k) { return OWN.test(k); })) return;  // the ticks set below
+    // the axes' new ticks go with this zoom's one redraw (Plotly.update), else in a relayout of their own
+    var tk = {};
+    laneTicks(tk); if (meta.unit) timeTicks(tk);
+    function retick() { if (Object.keys(tk).length) Plotly.relayout(gd, tk); }
+    if (!meta.large) return retick();
+    var ya = gd._fullLayout.yaxis, rows = Math.max(1, Math.abs(ya.range[0] - ya.range[1]));
+    var f = Math.max(0.2, Math.min(1, ya._length / rows / 60));
     if (Math.abs(f - (gd.alarmkitScale || 0)) >= 0.02) {
       gd.alarmkitScale = f;
       var idx = [], sizes = [];
@@ -149,29 +221,39 @@ ON_ZOOM = """(function () {
       // a redraw of the whole figure (~0.2 s at 1M events): only when a size changes
       if (idx.length) Plotly.restyle(gd, {'marker.size': sizes}, idx);
     }
-    if (!limit) return;
-    var detail = eventsInView() <= limit;
+    if (!limit) return retick();
+    var detail = eventsInView() <= limit, notes = meta.subtitles || {};
     if (detail && gd.alarmkitDetail) {  // still in detail: the view moved, so do the events drawn
-      fillView();
+      var gl = fillView();
       var moved = Object.keys(full || {}).map(Number);
-      Plotly.restyle(gd, {x: moved.map(function (i) { return gd.data[i].x; }),
-                          y: moved.map(function (i) { return gd.data[i].y; })}, moved);
+      Plotly.update(gd, {x: moved.map(function (i) { return gd.data[i].x; }),
+                         y: moved.map(function (i) { return gd.data[i].y; })},
+                    Object.assign(tk, subtitle(gl)), moved);
       return;
     }
-    if (detail === Boolean(gd.alarmkitDetail)) return;
+    if (detail === Boolean(gd.alarmkitDetail)) return retick();
     gd.alarmkitDetail = detail;
-    if (detail) { loadDetail(); fillView(); }
-    var which = [], visible = [], notes = (gd.layout.meta || {}).subtitles || {};
+    var drawnGl = false;
+    if (detail) { loadDetail(); drawnGl = fillView(); }
+    var which = [], visible = [];
     gd.data.forEach(function (t, i) {
       if (!t.meta) return;
+      var mine = chosen[i];  // the user's legend choice, else: shown in detail, greyed in the overview
       if (t.meta.role === 'density') { which.push(i); visible.push(!detail); }
-      else if (t.meta.detail) { which.push(i); visible.push(detail ? true : 'legendonly'); }
+      else if (t.meta.detail) {
+        which.push(i); visible.push(mine !== undefined ? mine : detail ? true : 'legendonly');
+        if (!detail && mine === true) whole(i);  // shown in the overview: all of it, as a legend click shows it
+      }
       else if (t.meta.svg_first && detail) { which.push(i); visible.push(t.visible === undefined ? true : t.visible); }
     });
-    // one redraw for both: the traces shown and the subtitle saying which drawing this is
-    var note = detail ? notes.detail : notes.overview;
-    Plotly.update(gd, {visible: visible}, note ? {'title.subtitle.text': note} : {}, which);
+    // one redraw for all: the traces shown, the ticks and the subtitle saying which drawing this is
+    Plotly.update(gd, {visible: visible}, Object.assign(tk, detail ? subtitle(drawnGl) : notes.overview
+                                                         ? {'title.subtitle.text': notes.overview} : {}), which);
   });
+  function subtitle(gl) {  // the detail's subtitle, saying whether this view is drawn in WebGL or in SVG
+    var notes = meta.subtitles || {}, text = gl ? notes.detail : notes.detail_svg || notes.detail;
+    return text && text !== ((gd.layout.title || {}).subtitle || {}).text ? {'title.subtitle.text': text} : {};
+  }
 })();""".replace("__GL_THRESHOLD__", str(GL_THRESHOLD))
 
 

@@ -282,19 +282,25 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
     drawer.data_ms = (lo, hi)
     drawer.by_class = legend == "class"
     drawer.size_factor = min(1.0, max(0.2, min(per_lane, 2600 / lanes_total) / 60))
+    names: dict[str, list[str]] = {}  # every lane's name by y axis, for the page script's zoomed ticks
     for i, (_, df) in enumerate(panels, start=1):
         lanes = drawer.draw(df, i)
         n = len(lanes)
+        names["yaxis" if i == 1 else f"yaxis{i}"] = [esc(_label(s), LABEL_CHARS) for s in lanes]
         every = -(-n // TICK_LIMIT)  # hundreds of tick labels make plotly's first render crawl
-        fig.update_yaxes(row=i, col=1, tickvals=list(range(0, n, every)), ticktext=[esc(_label(s), LABEL_CHARS) for s in lanes[::every]],
+        fig.update_yaxes(row=i, col=1, tickvals=list(range(0, n, every)), ticktext=names["yaxis" if i == 1 else f"yaxis{i}"][::every],
                          range=[n - 0.4, -0.62], showgrid=True, gridcolor="#e3e3e3", zeroline=False,
                          fixedrange=n < 30, ticks="", automargin=True)
     pad = max((view_hi - lo) * (0.01 if window else 0.04), 1.0)  # a window asked for is the view, nearly to the ms
-    note = f"{total:,} events" + (" · WebGL" if drawer.large else "")
-    detail_note = ""  # the subtitle once a zoom draws every event in view (the page script swaps them)
+    # the overview draws a density map and the notable kinds in SVG: "WebGL" only of what is drawn in it
+    note = f"{total:,} events" + (" · WebGL" if drawer.large and not drawer.overview else "")
+    # the subtitles once a zoom draws every event in view, in WebGL or (few in view) in SVG; the page
+    # script swaps them
+    detail_note = svg_note = ""
     if drawer.overview:
-        detail_note = (note + f" · in detail: every event in and around the view is drawn; zoom out past "
-                       f"{DETAIL_IN_VIEW:,} events in view for the density map")
+        how = (f" · in detail: every event in and around the view is drawn; zoom out past "
+               f"{DETAIL_IN_VIEW:,} events in view for the density map")
+        detail_note, svg_note = f"{total:,} events · WebGL{how}", f"{total:,} events · SVG{how}"
         note += (f" · zoomed out: events per lane and time (darker = more) and the notable ones "
                  f"(kinds of at most {SVG_NOTABLE:,} events); zoom in on fewer than "
                  f"{DETAIL_IN_VIEW:,} events to draw each one")
@@ -302,6 +308,7 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         ends = f" · view ends at {fmt_ms(view_hi)}; idle evictions until {fmt_ms(hi)} (double-click to see all)"
         note += ends
         detail_note += ends if detail_note else ""
+        svg_note += ends if svg_note else ""
     fig.update_xaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, ticks="outside", showline=True,
                      linecolor="#999", range=[(lo - pad) / scale, (view_hi + (1 if window else 3) * pad) / scale])
     fig.update_xaxes(title_text=f"virtual time ({unit})", row=len(panels), col=1)
@@ -319,7 +326,8 @@ def _build(panels: list[tuple[str, pd.DataFrame]], title: str, gl_threshold: int
         hovermode="closest", margin=dict(l=20, r=20, t=80, b=60 + legend_h),
         meta={"unit": unit, "scale": scale, "events": total, "large": drawer.large,
               "detail_in_view": DETAIL_IN_VIEW if drawer.overview else 0, "gl_threshold": gl_threshold,
-              "subtitles": {"overview": note, "detail": detail_note} if drawer.overview else {}},
+              "subtitles": {"overview": note, "detail": detail_note, "detail_svg": svg_note} if drawer.overview else {},
+              "lanes": names, "tick_limit": TICK_LIMIT},
     )
     place_labels(fig)
     if drawer.by_class:

@@ -291,6 +291,8 @@ def lateness(events: pd.DataFrame | Mapping[str, pd.DataFrame], runs: pd.DataFra
 
         def name(run: Any) -> str:
             r = info.get(int(run)) if run != -1 else None
+            if run == -1:  # events of a run made without a journal: they have no run id
+                return "run not journaled"
             if by != "run":
                 return str(r[by])
             return f"run {run} · {r['scenario']} ({r['profile']})" if r is not None else f"run {run}"

@@ -75,17 +75,17 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     faults = run.get("faults")
     rows = [
         ("scenario", str(run.get("scenario", "?")), False),
-        ("run", str(run.get("run_id", "?")), False),
+        ("run", _run_name(run)[4:], False),
         ("profile", str(run.get("profile", "?")), False),
         ("seed", str(run.get("seed", "?")), False),
         ("parameters", json.dumps(run.get("params") or {}, default=str), False),
         ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
         ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
-        ("attempts", f"{len(fires)} alarm() runs ({retries} {'retry' if retries == 1 else 'retries'}"
-                     f"{f', {uncounted} of them uncounted' if uncounted > 0 else ''}); "
-                     f"{n('handler ok')} ok, {n('handler failed')} failed, {n('abandoned')} abandoned, "
-                     f"{n('revived')} revived", False),
-        ("effects", f"{sum(effects.values())} run, {len(effects)} distinct", False),
+        ("attempts", f"{len(fires):,} alarm() runs ({retries:,} {'retry' if retries == 1 else 'retries'}"
+                     f"{f', {uncounted:,} of them uncounted' if uncounted > 0 else ''}); "
+                     f"{n('handler ok'):,} ok, {n('handler failed'):,} failed, {n('abandoned'):,} abandoned, "
+                     f"{n('revived'):,} revived", False),
+        ("effects", f"{sum(effects.values()):,} run, {len(effects):,} distinct", False),
     ]
     if dups:
         shown = list(dups.items())[:SHOW_DUPLICATES]
@@ -101,7 +101,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
                                                   if len(objects) > SHOW_OBJECTS else "")
     rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))
     if n("crash") + n("fault") + n("restart"):
-        rows.append(("crashes, faults, restarts", f"{n('crash')}, {n('fault')}, {n('restart')}", False))
+        rows.append(("crashes, faults, restarts", f"{n('crash'):,}, {n('fault'):,}, {n('restart'):,}", False))
     from ._applied import journal_summary  # plan entries that injected nothing, from the runs row
 
     if journal_summary(run):
@@ -136,7 +136,7 @@ def run_figures(events: pd.DataFrame, run: dict | None = None,
     ``compare`` figure of this run and them on one time axis), then the retry ladder, the keepalive's
     rung ladder and lateness when the run has them."""
     run = run or {}
-    title = " · ".join(str(x) for x in (run.get("scenario"), f"run {run['run_id']}" if "run_id" in run else None,
+    title = " · ".join(str(x) for x in (run.get("scenario"), _run_name(run) if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
     real = real_run(run)
     if real:  # epoch times: the figures count from the first event, named in the title
@@ -163,6 +163,12 @@ def run_figures(events: pd.DataFrame, run: dict | None = None,
 
 _HEAD = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
 GENERATOR = '<meta name="generator" content="alarmkit">'
+
+
+def _run_name(run: dict) -> str:
+    """``run 7``; ``run not journaled`` for a run_scenario result made without a journal (its run_id is None)."""
+    rid = run.get("run_id", "?")
+    return "run not journaled" if rid is None else f"run {rid}"
 
 
 def _label(run: dict, default: str) -> str:
@@ -223,7 +229,7 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         shown, hidden = _defer_detail(fig)
         divs.append(pio.to_html(shown, full_html=False, include_plotlyjs=(i == 0 and not shared), config=PLOT_CONFIG,
                                 div_id=f"figure-{i}",
-                                post_script=[_RENDERED] + ([_ON_ZOOM] if _is_large(fig) else []), validate=False,
+                                post_script=[_RENDERED] + ([_ON_ZOOM] if _zooms(fig) else []), validate=False,
                                 default_height=f"{fig.layout.height or 450}px"))
         if hidden:  # before the figure's own script, which looks it up by id
             divs[-1] = (f'<script type="application/json" id="figure-{i}-detail">{script_json(hidden)}</script>\n'
@@ -253,9 +259,11 @@ def is_report(path: str | Path) -> bool:
     return head.startswith(_HEAD) and (GENERATOR in head or head[len(_HEAD):].startswith("\n<meta http-equiv="))
 
 
-def _is_large(fig: go.Figure) -> bool:
+def _zooms(fig: go.Figure) -> bool:
+    """A timeline (its lanes named in its meta): the page script relabels its axes on zoom, and a big
+    one's draws its detail."""
     meta = fig.layout.meta
-    return isinstance(meta, dict) and bool(meta.get("large"))
+    return isinstance(meta, dict) and (bool(meta.get("large")) or "lanes" in meta)
 
 
 def _run_info(result: dict) -> dict:
@@ -306,7 +314,7 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     if peers:
         rows.insert(4, ("compared with", difference_line({_label(run, "this run"): events, **peers}), False))
     if title is None:
-        title = f"{run.get('scenario', 'alarmkit')} · run {run.get('run_id', '?')}" if run else "alarmkit report"
+        title = f"{run.get('scenario', 'alarmkit')} · {_run_name(run)}" if run else "alarmkit report"
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")

@@ -266,6 +266,107 @@ def test_a_zoom_onto_every_lane_after_the_idle_warm_up_draws_every_event_around_
     v.assert_clean()
 
 
+VISIBLE = """([id, kind]) => { const t = document.getElementById(id).data.find(t => t.meta && t.meta.kind === kind);
+    return [t.visible === undefined ? true : t.visible, t.type, t.x.length]; }"""
+DETAIL = "b => document.getElementById('figure-0').alarmkitDetail === b"
+
+
+def test_a_kind_shown_from_the_legend_after_a_zoom_draws_in_webgl_and_stays_shown_through_zooms(browser, tmp_path):
+    from alarmkit.journal import rows_to_frame
+
+    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
+            for i in range(1, 6_001)]
+    events = rows_to_frame(1, rows)
+    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
+    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}  # the defaults scaled down
+    v = Visit(browser, export_html(fig, tmp_path / "legend.html", events=events), figures=1)
+    subtitle = "() => document.querySelector('#figure-0 .gtitle-subtitle').textContent"
+    # two zooms: the second holds fewer than gl_threshold events around the view, drawn in SVG
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function(DETAIL, arg=True, timeout=30_000)
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 1], 'yaxis.range': [1.5, -0.5]})")
+    v.page.wait_for_function(f"({VISIBLE})(['figure-0', 'fire'])[1] === 'scatter'", timeout=30_000)
+    assert v.js(subtitle).startswith("6,000 events · SVG · in detail")  # not "WebGL": it is drawn in SVG
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")  # double-click out
+    v.page.wait_for_function(DETAIL, arg=False, timeout=30_000)
+    assert v.js(VISIBLE, ["figure-0", "fire"])[0] == "legendonly"
+    assert v.js(subtitle).startswith("6,000 events · zoomed out")  # density and crashes, SVG: no "WebGL"
+    # the greyed kind shown from the legend: all 5,850 fires, in WebGL (in SVG they were 5,850 DOM nodes)
+    v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
+    v.page.wait_for_function(f"({VISIBLE})(['figure-0', 'fire'])[0] === true", timeout=30_000)
+    assert v.js(VISIBLE, ["figure-0", "fire"]) == [True, "scattergl", 5_850]
+    n = v.js(EVENT_POINTS, "figure-0")
+    assert n["dom"] == 150 and n["canvas"] > 0  # only the crashes are SVG points
+    # the user's choice outlives a zoom in and out: the fires stay shown, whole, in WebGL
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function(DETAIL, arg=True, timeout=30_000)
+    assert v.js(subtitle).startswith("6,000 events · WebGL · in detail")
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
+    v.page.wait_for_function(DETAIL, arg=False, timeout=30_000)
+    assert v.js(VISIBLE, ["figure-0", "fire"]) == [True, "scattergl", 5_850]
+    # and a kind hidden in detail stays hidden after the next zoom out and in
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function(DETAIL, arg=True, timeout=30_000)
+    v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
+    v.page.wait_for_function(f"({VISIBLE})(['figure-0', 'fire'])[0] === 'legendonly'", timeout=30_000)
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
+    v.page.wait_for_function(DETAIL, arg=False, timeout=30_000)
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
+    v.page.wait_for_function(DETAIL, arg=True, timeout=30_000)
+    assert v.js(VISIBLE, ["figure-0", "fire"])[0] == "legendonly"
+    v.assert_clean()
+
+
+TICKS = """([id, axis]) => [...document.querySelectorAll(`#${id} .${axis}tick text`)].map(t => {
+    const b = t.getBoundingClientRect(); return [t.textContent, b.left, b.top, b.right, b.bottom]; })"""
+
+
+def _apart(ticks):
+    """No two tick labels' boxes overlap."""
+    boxes = [t[1:] for t in ticks]
+    return all(min(a[2], b[2]) - max(a[0], b[0]) <= 0.5 or min(a[3], b[3]) - max(a[1], b[1]) <= 0.5
+               for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_lane_names_and_time_labels_follow_the_zoom_of_a_big_timeline(browser, tmp_path):
+    from alarmkit.journal import rows_to_frame
+
+    # 300 objects over 12 h: the axis opens naming every 5th lane, its time in hours; the first lane's
+    # name is hostile (it sorts first)
+    rows = [(i, i * 7_200, "NS", f"o{i % 300:03d}" if i % 300 else HOSTILE, "fire" if i % 40 else "crash",
+             i * 7_200, None, 0, {}) for i in range(1, 6_001)]
+    events = rows_to_frame(1, rows)
+    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
+    v = Visit(browser, export_html(fig, tmp_path / "lanes.html", events=events), figures=1)
+    names = [t[0] for t in v.js(TICKS, ["figure-0", "y"])]
+    assert names == [HOSTILE, *[f"o{k:03d}" for k in range(5, 300, 5)]] and fig.layout.meta["unit"] == "h"
+    v.js("() => Plotly.relayout('figure-0', {'yaxis.range': [7.5, -0.5]})")  # 8 lanes: each one named, as text
+    want = [HOSTILE, *[f"o{k:03d}" for k in range(1, 8)]]
+    v.page.wait_for_function("w => JSON.stringify([...document.querySelectorAll('#figure-0 .ytick text')]"
+                             ".map(t => t.textContent)) === JSON.stringify(w)", arg=want, timeout=30_000)
+    assert v.js("() => [window.__pwned, document.querySelectorAll('img').length]") == [None, 0]
+    v.js("() => Plotly.relayout('figure-0', {'yaxis.range': [62.5, 54.5]})")  # lanes 55 to 62: each one named
+    want = [f"o{k:03d}" for k in range(55, 63)]
+    v.page.wait_for_function("w => JSON.stringify([...document.querySelectorAll('#figure-0 .ytick text')]"
+                             ".map(t => t.textContent)) === JSON.stringify(w)", arg=want, timeout=30_000)
+    assert _apart(v.js(TICKS, ["figure-0", "y"]))
+    # two minutes of the 12 hours: labelled as times every 15 s, not as hours (5.39, 5.395, ...)
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [5.39, 5.39 + 2 / 60]})")
+    v.page.wait_for_function("document.querySelector('#figure-0 .xtick text').textContent.includes(' min ')", timeout=30_000)
+    times = v.js(TICKS, ["figure-0", "x"])
+    assert [t[0] for t in times] == [f"5 h {m} min {s} s" for m, s in
+                                     [(23, 30), (23, 45), (24, 0), (24, 15), (24, 30), (24, 45), (25, 0), (25, 15)]]
+    assert _apart(times)
+    assert v.js("() => document.querySelector('#figure-0 .g-xtitle').textContent") == "virtual time"
+    # zoomed out again: every 5th lane, the time in hours
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.autorange': true, 'yaxis.autorange': true})")
+    v.page.wait_for_function("document.querySelectorAll('#figure-0 .ytick text').length === 60", timeout=30_000)
+    times = v.js(TICKS, ["figure-0", "x"])
+    assert [t[0] for t in times] == ["0", *[f"{h} h" for h in range(1, 13)]] and _apart(times)
+    v.page.screenshot(path=str(tmp_path / "lanes.png"))
+    v.assert_clean()
+
+
 @pytest.mark.slow
 def test_every_demo_report_opens_offline(browser, tmp_path):
     from alarmkit.demo import run_demo

@@ -174,3 +174,25 @@ def test_a_huge_kind_name_is_cut_in_the_legend():
     (t,) = [t for t in timeline(ev).data if t.showlegend]
     assert len(t.name) == 48 and t.name.endswith("…")
     assert isinstance(timeline(ev), go.Figure) and isinstance(ev, pd.DataFrame)
+
+
+def test_a_report_of_a_run_made_without_a_journal_says_so_instead_of_none(tmp_path):
+    r = ak.run_scenario("lease-exhaustion", seed=1)  # README's example: no journal, so no run id
+    assert r.run_id is None
+    page = export_html(r, tmp_path / "lease.html").read_text(encoding="utf-8")
+    assert "<title>lease-exhaustion · run not journaled</title>" in page
+    assert "<tr><th>run</th><td>not journaled</td></tr>" in page
+    figs = run_figures(r.events, {"scenario": "lease-exhaustion", "run_id": None})
+    assert figs[0].layout.title.text.startswith("lease-exhaustion · run not journaled")
+    assert [t.name for t in figs[-1].data if t.type == "box"] == ["run not journaled"]  # the lateness figure
+    assert "run None" not in page and "run -1" not in page and ">None<" not in page
+
+
+def test_the_summary_writes_every_count_with_thousands_separators():
+    from alarmkit.journal import rows_to_frame
+
+    rows = [(i, i * 10, "NS", f"o{i % 3}", k, i * 10, None, 0, {"name": "e", "key": i} if k == "effect" else {})
+            for i, k in enumerate(["fire", "handler_ok", "effect"] * 1_200, start=1)]
+    said = rows_of(rows_to_frame(1, rows))
+    assert said["attempts"] == "1,200 alarm() runs (0 retries); 1,200 ok, 0 failed, 0 abandoned, 0 revived"
+    assert said["effects"] == "1,200 run, 1,200 distinct"
