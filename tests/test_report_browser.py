@@ -160,16 +160,23 @@ def test_a_big_timeline_is_webgl_and_zooming_in_restores_marker_sizes(browser, t
     v.assert_clean()
 
 
-def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoomed_in(browser, tmp_path):
+def overview_report(tmp_path, name: str, scaled: bool = True):
+    """A 6,000-event run on 30 lanes (5,850 fires, 150 crashes) whose timeline opens on its density map:
+    the events and the exported page. ``scaled``: detail at 1,000 events in view, WebGL past 100 (the
+    defaults, 100,000 and 10,000, scaled down with the run)."""
     from alarmkit.journal import rows_to_frame
 
     rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
             for i in range(1, 6_001)]
     events = rows_to_frame(1, rows)
     fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
-    # the defaults, 100,000 and 10,000, scaled down with the run: this zoom draws its ~450 events in WebGL
-    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}
-    out = export_html(fig, tmp_path / "overview.html", events=events)
+    if scaled:
+        fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}
+    return events, export_html(fig, tmp_path / name, events=events)
+
+
+def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoomed_in(browser, tmp_path):
+    events, out = overview_report(tmp_path, "overview.html")  # this zoom draws its ~450 events in WebGL
     v = Visit(browser, out, figures=1, hold_idle=True)
     state = """() => { const gd = document.getElementById('figure-0');
         return Object.fromEntries(gd.data.filter(t => t.meta && !['span', 'warm-up'].includes(t.meta.role))
@@ -216,12 +223,7 @@ def test_a_very_big_timeline_opens_on_its_density_and_draws_every_event_when_zoo
 
 
 def test_a_legend_click_on_a_big_timeline_draws_the_hidden_kind_before_any_zoom(browser, tmp_path):
-    from alarmkit.journal import rows_to_frame
-
-    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
-            for i in range(1, 6_001)]
-    events = rows_to_frame(1, rows)
-    out = export_html(timeline(events, gl_threshold=1_000, overview_threshold=2_000), tmp_path / "o.html", events=events)
+    events, out = overview_report(tmp_path, "o.html", scaled=False)
     v = Visit(browser, out, figures=1, hold_idle=True)  # before the page's idle work starts WebGL
     v.page.click("#figure-0 g.legend g.traces:has-text('fire') rect.legendtoggle")
     v.page.wait_for_function("""() => document.getElementById('figure-0')._fullData
@@ -235,14 +237,7 @@ def test_a_legend_click_on_a_big_timeline_draws_the_hidden_kind_before_any_zoom(
 
 
 def test_a_zoom_onto_every_lane_after_the_idle_warm_up_draws_every_event_around_the_view_in_webgl(browser, tmp_path):
-    from alarmkit.journal import rows_to_frame
-
-    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
-            for i in range(1, 6_001)]
-    events = rows_to_frame(1, rows)
-    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
-    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}  # the defaults scaled down
-    out = export_html(fig, tmp_path / "all.html", events=events)
+    events, out = overview_report(tmp_path, "all.html")
     v = Visit(browser, out, figures=1)
     v.page.wait_for_function("document.getElementById('figure-0').alarmkitWarm === true", timeout=30_000)
     assert v.js(EVENT_POINTS, "figure-0")["canvas"] > 0  # WebGL started before any zoom
@@ -272,14 +267,8 @@ DETAIL = "b => document.getElementById('figure-0').alarmkitDetail === b"
 
 
 def test_a_kind_shown_from_the_legend_after_a_zoom_draws_in_webgl_and_stays_shown_through_zooms(browser, tmp_path):
-    from alarmkit.journal import rows_to_frame
-
-    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i % 40 else "crash", i * 10, None, 0, {"n": i})
-            for i in range(1, 6_001)]
-    events = rows_to_frame(1, rows)
-    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
-    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}  # the defaults scaled down
-    v = Visit(browser, export_html(fig, tmp_path / "legend.html", events=events), figures=1)
+    events, out = overview_report(tmp_path, "legend.html")
+    v = Visit(browser, out, figures=1)
     subtitle = "() => document.querySelector('#figure-0 .gtitle-subtitle').textContent"
     # two zooms: the second holds fewer than gl_threshold events around the view, drawn in SVG
     v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [0, 5], 'yaxis.range': [3.5, -0.5]})")
