@@ -89,6 +89,9 @@ ON_ZOOM = r"""(function () {
         if (out.text) out.text[j * step + k] = f.text[a + k];
       }
     });
+    // nothing near the view: one gap point, as defer_detail leaves, so the kind keeps its legend entry
+    // (plotly drops a trace with no points from the legend, and with it the way to hide or show it)
+    if (!n) { out.x = [null]; out.y = [null]; }
     return out;
   }
   // What the view holds is drawn in SVG up to GL_THRESHOLD points (as a figure that small would be),

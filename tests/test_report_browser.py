@@ -369,3 +369,26 @@ def test_every_demo_report_opens_offline(browser, tmp_path):
         assert v.js(EVENT_POINTS, "figure-0")["data"] == expected, r["scenario"]
         v.assert_clean()
         v.page.close()
+
+
+def test_a_kind_with_nothing_near_the_view_keeps_its_legend_entry_in_detail(browser, tmp_path):
+    """Fires only in the run's first half, arms only in its second: zoomed onto the second half, the
+    fires have nothing to draw, and their legend entry (the way to hide or show them) stays."""
+    from alarmkit.journal import rows_to_frame
+
+    rows = [(i, i * 10, "NS", f"o{i % 30:02d}", "fire" if i < 3_000 else "arm", i * 10, None, 0, {"n": i})
+            for i in range(1, 6_001)]
+    events = rows_to_frame(1, rows)
+    fig = timeline(events, gl_threshold=1_000, overview_threshold=2_000)
+    fig.layout.meta = {**fig.layout.meta, "detail_in_view": 1_000, "gl_threshold": 100}
+    v = Visit(browser, export_html(fig, tmp_path / "halves.html", events=events), figures=1)
+    entries = "() => [...document.querySelectorAll('#figure-0 g.legend g.traces')].map(g => g.textContent)"
+    assert {"fire", "arm"} <= set(v.js(entries))
+    v.js("() => Plotly.relayout('figure-0', {'xaxis.range': [50, 52]})")  # i = 5000..5200: arms only
+    v.page.wait_for_function("document.getElementById('figure-0').alarmkitDetail === true", timeout=30_000)
+    drawn = """() => Object.fromEntries(document.getElementById('figure-0')._fullData
+        .filter(t => t.meta && t.meta.role === 'events').map(t => [t.meta.kind, Array.from(t.x).filter(x => x === x && x !== null).length]))"""
+    counts = v.js(drawn)
+    assert counts["fire"] == 0 and counts["arm"] > 0
+    assert {"fire", "arm"} <= set(v.js(entries))
+    v.assert_clean()
