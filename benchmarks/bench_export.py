@@ -165,8 +165,13 @@ def first_render(html: Path, n_figures: int, count: bool = True, zoom: str = "la
     return {"wall_s": wall, "zoom_s": zoom_s, "ready_s": ready, **info, "errors": errors, "blocked": blocked}
 
 
+def files(folder: Path, n: int) -> tuple[Path, Path]:
+    """The journal and the report ``bench`` writes for ``n`` events in ``folder``."""
+    return folder / f"j{n}.duckdb", folder / f"report{n}.html"
+
+
 def bench(n: int, folder: Path) -> dict:
-    db, out = folder / f"j{n}.duckdb", folder / f"report{n}.html"
+    db, out = files(folder, n)
     run_id, rows, t_write = write_journal(db, n)
     with Journal(db) as j:
         t0 = time.perf_counter()
@@ -238,6 +243,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=_count(1, 100), default=3, help="with --pair: turns of each report (default 3)")
     ap.add_argument("--zoom", choices=[*ZOOMS, "each"], default=None, help="with --pair: which switch to detail (default each)")
     a = ap.parse_args(argv)
+    sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
     if a.zoom is not None and not a.pair:
         ap.error("--zoom goes with --pair (a plain run times every switch)")
     if a.pair:
@@ -248,8 +254,7 @@ def main(argv=None) -> int:
     if a.keep is not None:
         if a.keep.exists() and not a.keep.is_dir():
             ap.error(f"--keep {a.keep} is a file; it takes a folder to keep the journals and reports in")
-        sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
-        taken = [p.name for n in sizes for p in (a.keep / f"j{n}.duckdb", a.keep / f"report{n}.html") if p.exists()]
+        taken = [p.name for n in sizes for p in files(a.keep, n) if p.exists()]
         if taken:  # never written over: they may be someone's
             ap.error(f"--keep {a.keep} holds {', '.join(taken)} already; pass an empty folder")
     if not Path(CHROMIUM).exists():
@@ -257,7 +262,6 @@ def main(argv=None) -> int:
         return 2
     if a.pair:
         return pair(*a.pair, repeat=a.repeat, zooms=tuple(ZOOMS) if a.zoom in (None, "each") else (a.zoom,))
-    sizes = a.sizes or ([10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000])
     folder = a.keep or Path(tempfile.mkdtemp(prefix="alarmkit-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     results = []
