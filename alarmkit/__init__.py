@@ -1,21 +1,32 @@
-"""alarmkit: see and test how Durable Object alarms behave, under a deterministic virtual clock."""
+"""alarmkit: see and test how Durable Object alarms behave, under a deterministic virtual clock.
 
-from ._kernel import Kernel
-from .runtime import AlarmInfo, DurableObject, DurableObjectState, Future, Inspector, Simulation, Stub, Task
-from .facets import AlarmProxyParent, facet_alarm_state
+The package is built in wings, each a folder whose ``__init__`` is its face, read bottom-up:
+``kernel`` (clock, heap, tasks) < ``journal`` (event rows, kinds, invariants, the DuckDB writer) <
+``runtime`` (simulation, objects, storage, alarm backends, profiles, facets, fault plans) <
+``scenarios`` < ``viz`` (figures, reports, the widget, the teaching bundle) < ``explore`` (search,
+shrinking, replay, sweeps) < ``calibrate`` / ``realruns`` (real workerd) < ``cli``. The floor
+(``errors``, value checks, the one way to write a file) serves every wing. Everything a user needs
+is exported here; ``alarmkit.plots``, ``alarmkit.report``, ``alarmkit.widgets``, ``alarmkit.faults``,
+``alarmkit.invariants``, ``alarmkit.profiles`` and ``alarmkit.facets`` are their wings' modules.
+"""
+
+from ._version import __version__
 from .errors import (
     Aborted, ActorBroken, AlarmkitError, AlarmTimeError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError,
     HandlerTimeout, InjectedError, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
-    RunawayError, ScenarioError, SqlError, UncountedFailure, WorkerdError,
+    PlanNotApplied, RunawayError, ScenarioError, SqlError, UncountedFailure, WorkerdError,
 )
-from .faults import FaultPlan, Faults
-from .invariants import Obligation, Report, Violation, check, check_run
-from .explore import Counterexample, Exploration, FaultSpace, explore
+from .kernel import Kernel
 from .journal import EventRow, Journal
-from .profiles import PROFILES, Latency, Profile, get_profile
+from .journal.invariants import Obligation, Report, Violation, check, check_run
+from .runtime import (
+    PROFILES, AlarmInfo, DurableObject, DurableObjectState, FaultPlan, Faults, Future, Inspector, Latency, Profile,
+    Simulation, Stub, Task, get_profile,
+)
+from .runtime.facets import AlarmProxyParent, facet_alarm_state
 from .scenarios import SCENARIOS, RunResult, list_scenarios, run_scenario, scenario
-
-__version__ = "0.1.0"
+from .explore import Counterexample, Exploration, FaultSpace, explore
+from ._public import publish as _publish
 
 __all__ = [
     "AlarmInfo", "AlarmkitError", "Inspector", "DurableObject", "DurableObjectState", "Faults", "Future", "HandlerTimeout",
@@ -25,5 +36,7 @@ __all__ = [
     "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
     "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
-    "Aborted", "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
+    "Aborted", "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError", "PlanNotApplied",
 ]
+
+_publish("alarmkit", globals(), __all__)

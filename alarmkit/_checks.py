@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import InvalidValue
 
-__all__ = ["MAX_MS", "RANGE", "time_ms", "text", "shown", "custom_event"]
+__all__ = ["MAX_MS", "RANGE", "time_ms", "text", "shown"]
 
 # JavaScript's safe integers end at 2**53: every time a Durable Object can hold is an int of ms in 0..2**53
 MAX_MS = 2**53
@@ -63,26 +63,3 @@ def _encodable(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def custom_event(kind: Any, scheduled_ms: Any, prev_ms: Any, retry_count: Any, detail: Any) -> dict | None:
-    """Refuse a custom event (``journal_event``) the journal could not hold, or would read as the
-    runtime's own; return its detail."""
-    from ._kinds import RUNTIME_KINDS
-
-    text("journal_event(kind)", kind)
-    if kind in RUNTIME_KINDS:
-        raise InvalidValue(f"journal_event kind {kind!r} is one the runtime journals itself (summaries and checks "
-                           f"read it as the runtime's: {kind!r} rows count as alarm activity); name yours "
-                           f"differently, e.g. 'my_{kind}'")
-    for what, value in (("scheduled_ms", scheduled_ms), ("prev_ms", prev_ms)):
-        if value is not None:
-            time_ms(f"journal_event({what}=...)", value)
-    if retry_count is not None and (isinstance(retry_count, bool) or not isinstance(retry_count, int)
-                                    or not 0 <= retry_count < 2**31):
-        raise InvalidValue(f"journal_event(retry_count=...) must be an int in 0..2**31-1 (the journal's INTEGER "
-                           f"column) or None, got {shown(retry_count)}")
-    if detail is not None and not isinstance(detail, dict):
-        raise InvalidValue(f"journal_event(detail=...) must be a dict (stored as JSON) or None, got "
-                           f"{type(detail).__name__} {shown(detail)}; wrap it: detail={{'note': ...}}")
-    return detail

@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _seed(text: str) -> int:
-    from ._kernel import SEED_MAX
+    from .kernel import SEED_MAX
 
     try:
         value = int(text)
@@ -62,7 +62,7 @@ def _no_constant(name: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .profiles import PROFILES
+    from .runtime.profiles import PROFILES
 
     p = _Parser(prog="alarmkit", description="Simulate Durable Object alarms under a virtual clock.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_arguments(cal)
     cal.set_defaults(fn=cmd_calibrate)
 
-    from .bundle import add_arguments as notebooks_arguments
+    from .viz.bundle import add_arguments as notebooks_arguments
 
     nbs = sub.add_parser("notebooks", help="execute every notebook and export it to HTML, with an index page")
     notebooks_arguments(nbs)
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
-    from .bundle import run_command
+    from .viz.bundle import run_command
 
     return run_command(args)
 
@@ -166,7 +166,7 @@ def _count(text: str) -> int:
 def cmd_explore(args: argparse.Namespace) -> int:
     from .errors import PlanNotApplied
     from .explore import MAX_CRASH_RUNS, explore
-    from .faults import FaultPlan
+    from .runtime.faults import FaultPlan
 
     faults = FaultPlan.load(args.faults) if args.faults else None
     if args.workers == 0:
@@ -262,7 +262,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     from ._paths import output_file
     from .journal import Journal
-    from .report import export_run, is_report
+    from .viz.report import export_run, is_report
 
     if not Path(args.db).is_file():
         raise AlarmkitError(f"no journal file {args.db!r}; write one with `alarmkit demo --db FILE` or `alarmkit run ... --db FILE`")

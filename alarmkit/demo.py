@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 from ._paths import output_folder
 from .errors import AlarmkitError
 from .journal import Journal
-from .report import export_folder, is_report
+from .viz.report import export_folder, is_report
 from .scenarios import list_scenarios, run_scenario
 
 __all__ = ["run_demo"]

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from alarmkit import DurableObject, Journal, Simulation
-from alarmkit._events import WIDTH, EventBatch
+from alarmkit.journal._events import WIDTH, EventBatch
 from alarmkit.journal import BATCH_SIZE
 
 

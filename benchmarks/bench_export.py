@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from alarmkit import Journal
-from alarmkit.report import export_html
+from alarmkit.viz.report import export_html
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -21,7 +21,7 @@ import duckdb
 
 from alarmkit import Journal, explore, list_scenarios, run_scenario
 from alarmkit.errors import ScenarioError
-from alarmkit.profiles import PROFILES
+from alarmkit.runtime.profiles import PROFILES
 
 KEY = "r.scenario, r.profile, r.seed, row_number() OVER (PARTITION BY r.scenario, r.profile, r.seed ORDER BY r.run_id)"
 COLUMNS = "seq, t_ms, namespace, object_id, kind, scheduled_ms, prev_scheduled_ms, retry_count, detail"

@@ -184,9 +184,9 @@ def test_every_event_row_is_an_EventRow():
 
 def test_alarm_backends_share_one_protocol_and_are_registered_in_one_place():
     import alarmkit as ak
-    from alarmkit._backend import AlarmBackend
-    from alarmkit._facets import _NoAlarms
-    from alarmkit._runtime import SCHEDULERS
+    from alarmkit.runtime._backend import AlarmBackend
+    from alarmkit.runtime._facets import _NoAlarms
+    from alarmkit.runtime._runtime import SCHEDULERS
 
     assert set(SCHEDULERS) == {p.scheduler for p in ak.PROFILES.values()} == {"workerd", "celld"}
     for name in ("workerd", "celld"):

@@ -5,8 +5,8 @@ import json
 import pytest
 
 import alarmkit as ak
-from alarmkit._celld import CelldScheduler, set_residency, wake_key
-from alarmkit.faults import Faults, UncountedFailure
+from alarmkit.runtime._celld import CelldScheduler, set_residency, wake_key
+from alarmkit.runtime.faults import Faults, UncountedFailure
 
 LOG = []
 

@@ -3,8 +3,8 @@
 import pytest
 
 import alarmkit as ak
-from alarmkit import plots
-from alarmkit._align import since_clock_start
+from alarmkit.viz import plots
+from alarmkit.viz._align import since_clock_start
 
 EPOCH = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

@@ -161,7 +161,7 @@ def test_a_fixed_plan_runs_under_every_seed_and_a_space_draws_one_plan_per_seed(
 
 
 def test_fault_space_draws_are_deterministic_and_bounded():
-    from alarmkit._space import Domain
+    from alarmkit.explore._space import Domain
 
     dom = Domain(points=[("o", "alarm", 1, 1)], effects=["revoke"], effect_calls=6, attempts=6, successes=6,
                  window_ms=240_000)

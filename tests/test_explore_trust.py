@@ -72,7 +72,7 @@ def test_object_filter_naming_no_object_is_explained():
 
 
 def test_the_journal_row_records_counts_and_the_report_summary_shows_the_warning(tmp_path):
-    from alarmkit._applied import journal_summary
+    from alarmkit.runtime._applied import journal_summary
 
     with Journal(tmp_path / "j.duckdb") as j:
         run_scenario("lease-ledger", journal=j, faults=TYPO)
@@ -173,7 +173,7 @@ def test_a_bad_journal_or_out_is_refused_before_any_run(tmp_path):
 
 def test_runs_reach_the_journal_chunk_by_chunk(tmp_path, monkeypatch):
     """The journal gets each chunk's runs when it finishes, not all at the end."""
-    from alarmkit import _sweep
+    from alarmkit.explore import _sweep
 
     seen = []
     real = _sweep.run_chunk
@@ -248,7 +248,7 @@ def test_explore_prints_nothing_and_the_report_holds_the_snippet(capsys):
 
 def test_the_html_report_summary_says_which_entries_never_applied_and_an_unfinished_run(tmp_path):
     from alarmkit import Simulation
-    from alarmkit.report import export_run
+    from alarmkit.viz.report import export_run
 
     with Journal(tmp_path / "j.duckdb") as j:
         run_scenario("lease-ledger", journal=j, faults=TYPO)
@@ -257,7 +257,7 @@ def test_the_html_report_summary_says_which_entries_never_applied_and_an_unfinis
         sim.flush()
         html = export_run(j, 1, tmp_path / "r1.html").read_text(encoding="utf-8")
         unfinished = export_run(j, 2, tmp_path / "r2.html").read_text(encoding="utf-8")
-    from alarmkit._timeline import esc  # the package's one escaping function (quotes stay as text)
+    from alarmkit.viz._timeline import esc  # the package's one escaping function (quotes stay as text)
 
     assert "fault plan applied" in html and esc(TYPO_LINE) in html
     assert "no: cut short by an error or a kill" in unfinished and "no: cut short" not in html

@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 
 import alarmkit as ak
-from alarmkit._facets import ACTOR_BROKEN_MESSAGE, FACET_BROKEN_MESSAGE
+from alarmkit.runtime._facets import ACTOR_BROKEN_MESSAGE, FACET_BROKEN_MESSAGE
 from alarmkit.errors import FacetBroken, FacetsUnavailable
-from alarmkit.facets import AlarmProxyParent, facet_alarm_state
+from alarmkit.runtime.facets import AlarmProxyParent, facet_alarm_state
 
 
 def kinds(sim, *names):

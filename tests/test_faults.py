@@ -7,7 +7,7 @@ import random
 import pytest
 
 from alarmkit import FaultPlan, FaultPlanError, Journal, Simulation
-from alarmkit.faults import Crash, EffectThrow, Restart
+from alarmkit.runtime.faults import Crash, EffectThrow, Restart
 from alarmkit.scenarios.antipatterns import NoRevival
 from alarmkit.scenarios.lease import LeaseLedger
 

@@ -7,9 +7,7 @@ import sys
 import pytest
 
 import alarmkit as ak
-from alarmkit.scenarios.guestbook import (
-    KEEPALIVE_ALARM_LEAD_MS, GuestbookProcessor, guestbook_batch, keepalive_fires, keepalive_lead_ms,
-)
+from alarmkit.scenarios.guestbook import KEEPALIVE_ALARM_LEAD_MS, GuestbookProcessor, guestbook_batch, keepalive_fires, keepalive_lead_ms
 
 
 def kinds(sim, *names):

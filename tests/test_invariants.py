@@ -3,7 +3,7 @@
 import pytest
 
 from alarmkit import AlarmkitError, FaultPlan, Journal, check, check_run, run_scenario
-from alarmkit.invariants import INVARIANTS
+from alarmkit.journal.invariants import INVARIANTS
 
 DUES = {"lease-0": 30_000, "lease-1": 90_000, "lease-2": 15_000, "lease-3": 240_000, "lease-4": 105_000,
         "lease-5": 170_000}

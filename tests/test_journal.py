@@ -188,7 +188,7 @@ def test_batch_size_must_be_a_positive_int(tmp_path):
 
 
 def test_arm_direction_and_detail_text():
-    from alarmkit._events import arm_detail, direction
+    from alarmkit.journal._events import arm_detail, direction
 
     assert [direction(None, 5), direction(5, None), direction(5, 3), direction(5, 9), direction(5, 5)] == [
         "new", "new", "earlier", "later", "same"]
@@ -200,7 +200,7 @@ def test_arm_direction_and_detail_text():
 
 def test_buffer_flushes_at_batch_size_during_a_run(tmp_path):
     """The hot path checks the batch size once per delivery: every batch but the last is full-ish."""
-    from alarmkit._events import WIDTH
+    from alarmkit.journal._events import WIDTH
 
     class Rearm(DurableObject):
         async def alarm(self, info):

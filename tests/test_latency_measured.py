@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 import alarmkit as ak
-from alarmkit.profiles import MEASURED_FIRST_FIRES_MS
+from alarmkit.runtime.profiles import MEASURED_FIRST_FIRES_MS
 
 # probes whose first fire is not an ordinary one: queued behind a running alarm (overlap_*), set in the
 # past, after a restart, or waking an evicted object (its constructor runs first)

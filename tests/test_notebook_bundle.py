@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from alarmkit.bundle import MANIFEST, build_bundle, find_notebooks
+from alarmkit.viz.bundle import MANIFEST, build_bundle, find_notebooks
 from alarmkit.errors import AlarmkitError
 
 pytest.importorskip("jupytext")

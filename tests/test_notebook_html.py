@@ -20,8 +20,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from alarmkit import _notebook
-from alarmkit.bundle import NBCONVERT_OFFLINE
+from alarmkit.viz import _notebook
+from alarmkit.viz.bundle import NBCONVERT_OFFLINE
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

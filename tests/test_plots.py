@@ -15,8 +15,8 @@ import alarmkit as ak
 from alarmkit import AlarmkitError, Journal, run_scenario
 from alarmkit.cli import main as cli
 from alarmkit.journal import rows_to_frame
-from alarmkit.plots import DUPLICATE, KIND_STYLE, backoff_ladder, compare, fmt_ms, lateness, style, timeline
-from alarmkit.report import export_html, report_html, summary_rows
+from alarmkit.viz.plots import DUPLICATE, KIND_STYLE, backoff_ladder, compare, fmt_ms, lateness, style, timeline
+from alarmkit.viz.report import export_html, report_html, summary_rows
 
 HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)">'
 
@@ -377,7 +377,7 @@ def test_the_summary_names_the_run_its_fault_plan_and_its_violations():
     assert rows["scenario"] == ("s", False) and rows["seed"] == ("9", False)
     assert rows["fault plan"] == ('{"crash": [1]}', False) and rows["parameters"] == ('{"ttl": 5}', False)
     assert rows["violations"] == ("none", False) and "duplicate effects" not in rows
-    from alarmkit.invariants import Violation
+    from alarmkit.journal.invariants import Violation
 
     lost = Violation("lost", "ledger", 139_974, "revoke(lease-0) never ran", key="lease-0")
     (row,) = [r for r in summary_rows(ev, None, [lost, "by hand"]) if r[0] == "violations"]
@@ -438,7 +438,7 @@ def test_fmt_ms_is_exact_and_readable():
 def test_a_duplicate_is_an_effect_run_again_on_the_same_object_as_check_counts_it():
     """Two objects each running send(1) once is no duplicate (the prod-* scenarios' naive and fixed objects);
     one object running it twice is, in the timeline and in the report's summary alike."""
-    from alarmkit.plots import drawn_kinds
+    from alarmkit.viz.plots import drawn_kinds
 
     ev = frame([(0, "naive", "effect", None, None, None, {"name": "send", "key": 1}),
                 (5, "fixed", "effect", None, None, None, {"name": "send", "key": 1}),

@@ -17,7 +17,7 @@ import pytest
 
 import alarmkit as ak
 from alarmkit.errors import FaultPlanError, InvalidValue
-from alarmkit.invariants import DEFAULT_MAX_UNCOUNTED_RETRIES
+from alarmkit.journal.invariants import DEFAULT_MAX_UNCOUNTED_RETRIES
 
 LAT = 2  # the workerd profiles' fixed fire latency
 
@@ -222,7 +222,7 @@ def test_forgotten_alarms_is_validated_and_says_when_it_did_not_apply():
     assert plan.applied() == {"forgotten_alarms[0]": 1}
     r = ak.run_scenario("prod-stale-overdue-alarm", faults=ak.FaultPlan(forgotten_alarms=[{"at_ms": 1_000}]),
                         profile="celld")
-    from alarmkit._applied import unapplied
+    from alarmkit.runtime._applied import unapplied
 
     assert unapplied(r.sim.faults) == {"forgotten_alarms[0]": "the celld scheduler keeps no alarm apart from the "
                                                               "stored one: nothing to forget"}

@@ -8,7 +8,7 @@ import pytest
 
 from alarmkit import Journal, run_scenario
 from alarmkit.errors import AlarmkitError
-from alarmkit.plots import compare
+from alarmkit.viz.plots import compare
 from alarmkit.realruns.compare import align, differences, export_comparison
 from alarmkit.realruns.importer import import_file
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from alarmkit import DurableObject, Journal, Simulation, run_scenario
-from alarmkit.plots import timeline
-from alarmkit.report import export_html
+from alarmkit.viz.plots import timeline
+from alarmkit.viz.report import export_html
 
 from conftest import CHROMIUM  # the browser fixture lives in conftest
 HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)">'

@@ -10,11 +10,9 @@ import pytest
 
 import alarmkit as ak
 from alarmkit import AlarmkitError
-from alarmkit._kinds import CLASS_OF, class_counts, kind_class
-from alarmkit.plots import keepalive_ladder, lateness, timeline
-from alarmkit.report import (
-    PLOTLY_FILE, difference_line, export_folder, export_html, peer_runs, run_figures, summary_rows,
-)
+from alarmkit.journal._kinds import CLASS_OF, class_counts, kind_class
+from alarmkit.viz.plots import keepalive_ladder, lateness, timeline
+from alarmkit.viz.report import PLOTLY_FILE, difference_line, export_folder, export_html, peer_runs, run_figures, summary_rows
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +160,7 @@ def test_bidi_controls_are_shown_as_visible_escapes(tmp_path):
 
 
 def test_esc_makes_controls_visible_cuts_with_an_ellipsis_and_escapes_markup():
-    from alarmkit.plots import esc
+    from alarmkit.viz.plots import esc
 
     assert esc("a\ud800b") == "a\\ud800b"  # a lone surrogate (kept out of journals) cannot break a page
     assert esc("<b>\u202e</b>", 6) == "&lt;b&gt;\\u202e&lt;…"  # cut to 6 characters, then escaped

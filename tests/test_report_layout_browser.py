@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import alarmkit as ak
-from alarmkit.report import PLOTLY_FILE, export_folder
+from alarmkit.viz.report import PLOTLY_FILE, export_folder
 
 from conftest import CHROMIUM  # the browser fixture lives in conftest
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-import alarmkit._host as host_module
+import alarmkit.runtime._host as host_module
 from alarmkit import DurableObject, FaultPlan, FaultPlanError, Faults, Journal, Profile, Simulation, UncountedFailure
 from alarmkit.errors import InvalidValue, JournalWriteError, RunawayError
 

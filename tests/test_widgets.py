@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from alarmkit import AlarmkitError  # noqa: E402
-from alarmkit.widgets import Explorer  # noqa: E402
+from alarmkit.viz.widgets import Explorer  # noqa: E402
 
 
 def points(fig):

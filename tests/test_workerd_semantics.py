@@ -9,7 +9,7 @@ import random
 import pytest
 
 from alarmkit import DurableObject, Faults, HandlerTimeout, Latency, Simulation, UncountedFailure
-from alarmkit._object import SET_ALARM_NONPOSITIVE
+from alarmkit.runtime._object import SET_ALARM_NONPOSITIVE
 
 LAT = 2
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Optional
 
-from .polling import (
-    anchor_t, attempt_rows, count_kind, gaps_ms, new_name, of_kind, probe_events, probe_wait, rel_events, rel_ms, run_spans,
-)
+from .polling import anchor_t, attempt_rows, count_kind, gaps_ms, new_name, of_kind, probe_events, probe_wait, rel_events, rel_ms, run_spans
 from .workerd import WorkerdProcess
 
 def _watch(wd: WorkerdProcess, prefix: str, observe_s: float, **config) -> tuple:

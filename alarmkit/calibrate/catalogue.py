@@ -20,15 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .behaviour_probes import (
-    probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm,
-    probe_lateness, probe_outside_during_retry, probe_overlap, probe_past, probe_rearm, probe_restart_pending,
-    probe_set_throw, probe_twice,
-)
-from .lab_probes import (
-    scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival,
-    scenario_wake_evicted,
-)
+from .behaviour_probes import probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry, probe_overlap, probe_past, probe_rearm, probe_restart_pending, probe_set_throw, probe_twice
+from .lab_probes import scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival, scenario_wake_evicted
 from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]

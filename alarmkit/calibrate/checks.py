@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
-from ..profiles import Profile, get_profile
+from ..runtime.profiles import Profile, get_profile
 
 __all__ = ["Bands", "Check", "Verdict", "compare_results", "FACTS", "TIMINGS", "ORDER_KINDS"]
 

@@ -86,7 +86,7 @@ def _check_journal(db: str) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from .._paths import output_file
-    from ..report import is_report
+    from ..viz.report import is_report
     from .calibration import calibrate, probe_names, recheck
     from .recorded import reference, write_reference
     from .render import text_table, write_html

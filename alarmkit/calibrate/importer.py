@@ -33,7 +33,7 @@ import re
 from typing import Any, Optional
 
 from ..journal import EventRow
-from .._events import direction
+from ..journal import direction
 
 __all__ = ["canonical_object", "import_result", "twin_rows", "REAL_PROFILE_PREFIX"]
 

@@ -11,8 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import AlarmkitError
-from ..plots import compare, esc
-from ..report import report_html
+from ..viz.plots import compare, esc
+from ..viz.report import report_html
 from .catalogue import PROBES
 from .importer import canonical_object
 

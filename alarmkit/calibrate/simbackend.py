@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..runtime import Simulation
-from ..profiles import PROFILES
+from ..runtime.profiles import PROFILES
 from .simtwin import TwinLedger, TwinProbe, err_info
 from .workerd import WorkerdError
 

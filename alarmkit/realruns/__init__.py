@@ -4,7 +4,7 @@ from .compare import differences, export_comparison
 from .importer import ImportResult, import_file
 from .perfetto import export_perfetto, trace_events
 from .record import RecordResult, record
-from .reporting import since_start
+from ..viz import since_start
 
 __all__ = ["export_perfetto", "trace_events", "import_file", "ImportResult", "record", "RecordResult", "differences",
            "export_comparison", "fixture", "since_start", "FIXTURES", "SCENARIOS"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._align import align, first_request_ms  # noqa: F401 - re-exported
+from ..viz import align, first_request_ms  # noqa: F401 - re-exported
 from ..errors import AlarmkitError
 
 __all__ = ["align", "differences", "compare_real", "export_comparison", "EPOCH_MS"]
@@ -73,9 +73,9 @@ def differences(real: pd.DataFrame, simulated: pd.DataFrame, *, tolerance_ms: in
 def compare_real(real: pd.DataFrame, simulated: pd.DataFrame, labels: tuple[str, str] = ("real", "simulated"),
                  **kw: Any):
     """``plots.compare`` of the two runs, both aligned on their first request."""
-    from ..plots import compare
+    from ..viz.plots import compare
 
-    from .reporting import retitle_time_axes
+    from ..viz import retitle_time_axes
 
     fig = compare({labels[0]: real, labels[1]: simulated}, align="first_request",
                   title=kw.pop("title", f"{labels[0]} vs {labels[1]} · t = 0 at each run's first request"), **kw)
@@ -85,7 +85,7 @@ def compare_real(real: pd.DataFrame, simulated: pd.DataFrame, labels: tuple[str,
 
 def export_comparison(journal: Any, real_run: int, sim_run: int, path: str | Path, *, tolerance_ms: int = 250) -> Path:
     """One HTML page: the aligned comparison figure and the differences listed above it."""
-    from ..report import report_html
+    from ..viz.report import report_html
 
     real, sim = journal.events(real_run), journal.events(sim_run)
     rr, rs = journal.run(real_run), journal.run(sim_run)

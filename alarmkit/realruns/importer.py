@@ -182,7 +182,7 @@ class _Builder:
             self.add(t, ns, obj, "effect", detail={"name": r.get("name"), "key": r.get("key")})
 
     def _arm(self, t: int, ns, obj: str, at: int | None, source: str, in_alarm: bool) -> None:
-        from .._events import direction
+        from ..journal import direction
 
         prev = self.current.get(obj)
         self.add(t, ns, obj, "arm", at, prev, None,

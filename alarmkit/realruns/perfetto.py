@@ -60,9 +60,9 @@ def trace_events(events: pd.DataFrame, runs: dict[int, dict] | None = None) -> d
     ``runs`` maps run id -> ``Journal.run(id)`` for the process names. Raises ``AlarmkitError`` for a
     frame that is not a journal's or holds no events.
     """
-    from .._timeline import _check
+    from ..journal import check_frame
 
-    df = _check(events)
+    df = check_frame(events)
     if df.empty:
         raise AlarmkitError("no events to export; Journal.events(run_id) of this run is empty")
     runs = runs or {}

@@ -104,7 +104,7 @@ class RecordResult:
 
     def check(self, **kw: Any):
         """``invariants.check_run`` over the recorded events, the obligations and the horizon."""
-        from ..invariants import check_run
+        from ..journal.invariants import check_run
         from ..journal import rows_to_frame
 
         return check_run(rows_to_frame(self.run_id, self.imported.rows), self.obligations, self.horizon_ms, **kw)

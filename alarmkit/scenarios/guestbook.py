@@ -13,10 +13,7 @@ import pandas as pd
 
 from ..runtime import Simulation
 from ..errors import ScenarioError
-from .keepalive import (
-    CRASH_LOOP_BUDGET, GUESTBOOK_APP_REF, KEEPALIVE_ALARM_LEAD_MS, GuestbookFacetApp, GuestbookProcessor,
-    GuestbookProxyApp, Keepalive, PoisonEntry, ProxiedGuestbookProcessor, keepalive_lead_ms,
-)
+from .keepalive import CRASH_LOOP_BUDGET, GUESTBOOK_APP_REF, KEEPALIVE_ALARM_LEAD_MS, GuestbookFacetApp, GuestbookProcessor, GuestbookProxyApp, Keepalive, PoisonEntry, ProxiedGuestbookProcessor, keepalive_lead_ms
 from .registry import scenario
 
 __all__ = [

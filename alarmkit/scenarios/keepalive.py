@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from ..facets import AlarmProxyParent, facet_alarm_state
+from ..runtime.facets import AlarmProxyParent, facet_alarm_state
 from ..runtime import DurableObject
 
 __all__ = [

@@ -8,7 +8,7 @@ constructor re-arms on every wake (revival).
 from __future__ import annotations
 
 from ..runtime import DurableObject, Simulation
-from ..faults import InjectedError
+from ..runtime.faults import InjectedError
 from .registry import scenario
 
 __all__ = ["LeaseLedger", "LeaseLab", "LEASE_SCENARIOS"]

@@ -61,7 +61,7 @@ def scenario(name: str, description: str, profile: str = "workerd", faults: dict
         sig = inspect.signature(fn)
         params = {p.name: p.default for p in list(sig.parameters.values())[1:]}
         if faults is not None:
-            from ..faults import FaultPlan
+            from ..runtime.faults import FaultPlan
 
             FaultPlan.from_dict(faults)  # a bad default plan fails here, at import, naming the field
         SCENARIOS[name] = Scenario(name, description, fn, profile, params, faults)
@@ -148,7 +148,7 @@ def run_scenario(
 
     sc = check_params(name, params)
     if faults is None and sc.faults is not None:
-        from ..faults import FaultPlan
+        from ..runtime.faults import FaultPlan
 
         faults = FaultPlan.from_dict(sc.faults)
     sim = Simulation(

@@ -1,0 +1,154 @@
+"""What an exploration returns: ``Exploration`` (the table, the findings, the warnings) and
+``Counterexample`` (a minimal plan and seed, printable as a snippet that reproduces it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..runtime import entries, summary_line
+from ._shrink import snippet
+from ..runtime.faults import FaultPlan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._replay import Comparison
+    from ..scenarios import RunResult
+
+__all__ = ["Counterexample", "Exploration", "plan_warnings"]
+
+
+@dataclass
+class Counterexample:
+    """A minimal fault plan and seed under which ``scenario`` violates ``invariant``."""
+
+    scenario: str
+    invariant: str
+    object: str | None
+    message: str
+    plan: FaultPlan
+    seed: int
+    params: dict = field(default_factory=dict)
+    profile: str | None = None
+    found_in: str = ""  # the run key it was shrunk from
+    shrink_runs: int = 0
+
+    def snippet(self) -> str:
+        return snippet(self.scenario, self.plan, self.seed, self.params, self.profile)
+
+    def replay(self, journal: Any = None, scenario: str | None = None) -> RunResult:
+        """Run this counterexample again into ``journal`` (a ``RunResult``); ``scenario``: run another
+        scenario (e.g. the correct variant) under the same seed and plan."""
+        from ._replay import replay
+
+        return replay(self, journal, scenario)
+
+    def compare(self, correct: str, journal: Any = None, labels: tuple[str, str] | None = None) -> Comparison:
+        """Replay this and the ``correct`` scenario under the same plan: ``.bad``, ``.good``,
+        ``.check()`` (of the bad run) and ``.figure(kinds=..., window=..., title=...)``."""
+        from ._replay import compare_with
+
+        return compare_with(self, correct, journal, labels)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "invariant": self.invariant, "object": self.object,
+                "message": self.message, "faults": self.plan.to_dict(), "seed": self.seed,
+                "found_in": self.found_in, "snippet": self.snippet()}
+
+    def __str__(self) -> str:
+        return f"{self.invariant} on {self.object}: {self.message}\n{self.snippet()}"
+
+
+@dataclass
+class Exploration:
+    """What ``explore`` found: ``table`` (one row per run), ``counterexamples``, ``duplicates``, and
+    ``warnings`` (entries of the given fault plan that injected nothing in any run)."""
+
+    scenario: str
+    table: pd.DataFrame
+    counterexamples: list[Counterexample]
+    duplicates: pd.DataFrame
+    wall_s: float
+    out: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No violation, no run that raised, and every entry of the given plan injected a fault."""
+        t = self.table
+        return (not self.counterexamples and int(t["violations"].sum()) == 0 and not (t["error"] != "").any()
+                and not self.warnings)
+
+    @property
+    def runs(self) -> int:
+        return len(self.table)
+
+    def report(self) -> str:
+        t = self.table
+        bad = int((t["violations"] > 0).sum())
+        kinds = ", ".join(f"{n} {k}" for k, n in t["kind"].value_counts().sort_index().items())
+        lines = [f"{self.scenario}: {len(t)} runs ({kinds}) in {self.wall_s:.1f} s; {bad} with violations; "
+                 f"{int(t['stuck'].gt(0).sum())} with stuck work"]
+        lines += [f"warning: {w}" for w in self.warnings]
+        if not self.counterexamples:
+            under = "under the faults that applied (see the warning)" if self.warnings else "under these faults"
+            lines.append(f"no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, {under}")
+        for cx in self.counterexamples:
+            lines += ["", f"{cx.invariant} on {cx.object} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
+                      f"  {cx.message}"]
+            found = t.loc[t["key"] == cx.found_in, "run_id"] if "run_id" in t else []
+            if len(found) and not pd.isna(found.iloc[0]):  # journaled: where to look at the run it came from
+                lines.append(f"  found in run {int(found.iloc[0])} of the journal "
+                             f"(`alarmkit export --db FILE --run {int(found.iloc[0])}` draws it)")
+            lines += ["", cx.snippet()]
+        errors = t[t["error"] != ""]
+        if len(errors):
+            lines += ["", f"{len(errors)} run(s) raised out of the scenario, e.g. {errors['key'].iloc[0]}: "
+                          f"{errors['error'].iloc[0]}"]
+        drawn = t[(t["kind"] == "random") & (t["unapplied"] > 0)]
+        if len(drawn) and not self.warnings:
+            lines += ["", f"{len(drawn)} random plan(s) had entries that injected nothing (drawn from the fault-free "
+                          "run, an earlier fault can take the run elsewhere); the table's unapplied_why says which"]
+        if len(self.duplicates):
+            d = self.duplicates
+            lines += ["", f"duplicates (at-least-once, not failures): {len(d)} key(s) ran more than once in "
+                          f"{int(t['duplicates'].gt(0).sum())} runs, at most {int(d['max_count'].max())} times"]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        t = self.table
+        return {
+            "scenario": self.scenario,
+            "runs": int(len(t)),
+            "runs_with_violations": int((t["violations"] > 0).sum()),
+            "runs_with_stuck_work": int(t["stuck"].gt(0).sum()),
+            "violations": [cx.to_dict() for cx in self.counterexamples],
+            "warnings": list(self.warnings),
+            "errors": [{"key": k, "error": e} for k, e in zip(t["key"], t["error"]) if e][:20],
+            "duplicates": self.duplicates.to_dict(orient="records"),
+            "wall_s": round(self.wall_s, 3),
+        }
+
+    def __repr__(self) -> str:
+        return f"<Exploration {self.scenario}: {self.runs} runs, {len(self.counterexamples)} counterexample(s)>"
+
+
+def plan_warnings(base: FaultPlan, table: pd.DataFrame) -> list[str]:
+    """The entries of the plan every run shares (``base``) that injected nothing in any run, as one
+    line: ``2 of 3 plan entries never applied: effect_throws[0]: effect 'revok' is not ...``."""
+    labels = entries(base)
+    if not labels or table.empty:
+        return []
+    total = dict.fromkeys(labels, 0)
+    for text in table["faults_applied"]:
+        counts = json.loads(text or "{}")
+        for key in labels:
+            total[key] += counts.get(key, 0)
+    missing = [k for k, n in total.items() if n == 0]
+    if not missing:
+        return []
+    why = json.loads(table["unapplied_why"].iloc[0] or "{}")  # the first run: the base plan, unchanged
+    return [summary_line(len(labels), {k: why.get(k, "never matched") for k in missing})]

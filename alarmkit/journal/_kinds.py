@@ -1,0 +1,105 @@
+"""What each journal event kind counts as: the one classification behind summaries and figures.
+
+The journal keeps each kind as the code that wrote it named it; nothing here changes what is stored.
+A reader, though, counts by meaning, and two writers use near-synonyms:
+
+===================  ==========================================================================
+class                kinds (who writes them)
+===================  ==========================================================================
+``armed``            ``arm``, ``proxy_arm`` (the runtime's or the facet proxy's alarm set or moved)
+``disarmed``         ``disarm``
+``fired``            ``fire`` (the runtime ran ``alarm()``)
+``skipped fire``     ``fire_skipped``
+``handler ok``       ``handler_ok``
+``handler failed``   ``handler_error``
+``retry``            ``retry_scheduled``
+``abandoned``        ``abandoned``
+``revived``          ``revive`` (the runtime re-runs a stored alarm after a construct or restart)
+                     and ``revival`` (the guestbook keepalive's fire found owed work)
+``effect``           ``effect`` (first run of a (name, key) in the run)
+``duplicate effect`` an ``effect`` whose (name, key) already ran on its object in the run (not a journal kind)
+``crash``            ``crash``, ``facet_broken``, ``actor_broken``, ``aborted`` (``ctx.abort``)
+``fault``            ``fault``
+``restart``          ``restart``
+``lifecycle``        ``construct``, ``call``, ``evict``, ``bucket``, ``clock_start`` (a clock from an epoch)
+===================  ==========================================================================
+
+Every other kind counts under its own name: the keepalive's ``keepalive_arm``/``_disarm``/``_fire``
+(its record, written beside the runtime's ``arm``/``fire``, so not counted twice), ``proxy_deliver``,
+celld's ``wake``, ``deploy`` (written beside its ``restart``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .._checks import shown, text, time_ms
+from ..errors import InvalidValue
+
+DUPLICATE = "duplicate effect"  # not a journal kind: an effect whose (name, key) already ran on its object in the run
+
+CLASS_OF: dict[str, str] = {
+    "arm": "armed", "proxy_arm": "armed", "disarm": "disarmed", "fire": "fired",
+    "fire_skipped": "skipped fire",
+    "handler_ok": "handler ok",
+    "handler_error": "handler failed",
+    "retry_scheduled": "retry",
+    "abandoned": "abandoned",
+    "revive": "revived", "revival": "revived",
+    "effect": "effect",
+    DUPLICATE: DUPLICATE,
+    "crash": "crash", "facet_broken": "crash", "actor_broken": "crash", "aborted": "crash",
+    "fault": "fault",
+    "restart": "restart",
+    "construct": "lifecycle", "call": "lifecycle", "evict": "lifecycle", "bucket": "lifecycle",
+    "clock_start": "lifecycle",
+}
+
+
+# The kinds the runtime journals itself. Summaries and checks read them by meaning (a fire is an
+# alarm() run, with its retry count), so a custom event (journal_event) may not take these names.
+RUNTIME_KINDS = frozenset({
+    "arm", "disarm", "fire", "fire_skipped", "handler_ok", "handler_error", "retry_scheduled", "abandoned",
+    "revive", "effect", "crash", "facet_broken", "actor_broken", "aborted", "fault", "restart", "construct",
+    "call", "evict", "bucket", "clock_start", "wake",
+})
+
+
+def kind_class(kind: str) -> str:
+    """The class a kind counts under (see the table above); an unknown kind is its own class."""
+    return CLASS_OF.get(kind, kind)
+
+
+def kinds_of(cls: str) -> list[str]:
+    """Every kind (and ``duplicate effect``) that counts as ``cls``."""
+    return [k for k, c in CLASS_OF.items() if c == cls] or [cls]
+
+
+def class_counts(kinds: Iterable[str] | pd.Series) -> dict[str, int]:
+    """How many events of each class; ``kinds`` is the drawn kinds (effects split into first runs
+    and duplicates, as the timeline draws them)."""
+    s = pd.Series(list(kinds) if not isinstance(kinds, pd.Series) else kinds, dtype=object)
+    return {str(c): int(n) for c, n in s.map(kind_class).value_counts().items()}
+
+
+def custom_event(kind: Any, scheduled_ms: Any, prev_ms: Any, retry_count: Any, detail: Any) -> dict | None:
+    """Refuse a custom event (``journal_event``) the journal could not hold, or would read as the
+    runtime's own; return its detail."""
+    text("journal_event(kind)", kind)
+    if kind in RUNTIME_KINDS:
+        raise InvalidValue(f"journal_event kind {kind!r} is one the runtime journals itself (summaries and checks "
+                           f"read it as the runtime's: {kind!r} rows count as alarm activity); name yours "
+                           f"differently, e.g. 'my_{kind}'")
+    for what, value in (("scheduled_ms", scheduled_ms), ("prev_ms", prev_ms)):
+        if value is not None:
+            time_ms(f"journal_event({what}=...)", value)
+    if retry_count is not None and (isinstance(retry_count, bool) or not isinstance(retry_count, int)
+                                    or not 0 <= retry_count < 2**31):
+        raise InvalidValue(f"journal_event(retry_count=...) must be an int in 0..2**31-1 (the journal's INTEGER "
+                           f"column) or None, got {shown(retry_count)}")
+    if detail is not None and not isinstance(detail, dict):
+        raise InvalidValue(f"journal_event(detail=...) must be a dict (stored as JSON) or None, got "
+                           f"{type(detail).__name__} {shown(detail)}; wrap it: detail={{'note': ...}}")
+    return detail

@@ -1,0 +1,17 @@
+"""The kernel: a virtual clock, a heap of timers, microtasks, the coroutine trampoline, run budgets.
+
+It knows nothing of Durable Objects (SimPy's ``core.py`` is the model): time is an integer number
+of milliseconds, timers fire by ``(time, sequence)``, and a seeded random source makes a run
+repeatable. The runtime wing builds Durable Objects on top of it.
+"""
+
+from ._budget import NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, KernelLimit, task_of
+from ._kernel import SEED_MAX, Kernel
+from ._tasks import PENDING, Future, Ready, Task, as_coro, wrap_awaitable
+
+__all__ = ["Kernel", "Future", "Ready", "Task", "SEED_MAX", "PENDING", "as_coro", "wrap_awaitable",
+           "STEP_LIMIT", "TIME_LIMIT_MS", "NO_LIMIT", "KernelLimit", "task_of"]
+
+from .._public import publish as _publish  # noqa: E402
+
+_publish("alarmkit.kernel", globals(), __all__)

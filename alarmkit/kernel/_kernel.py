@@ -1,0 +1,294 @@
+"""The deterministic kernel: a virtual clock, a heap of timers, a coroutine trampoline.
+
+It knows nothing about Durable Objects. Time is an integer number of milliseconds.
+Ordering is total: timers fire by ``(time, sequence)``; resumptions of coroutines whose
+awaited future completed run as *microtasks* (FIFO) before the next timer, as promise
+reactions run before the next macrotask in JavaScript. The trampoline drives ``async def``
+coroutines itself (``coro.send``), so it works inside a running asyncio loop (Jupyter).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from typing import Any, Callable
+
+from ._budget import NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, check_limit, over_step_limit, past_time_limit, task_of
+from .._checks import MAX_MS, time_ms
+from ._tasks import Future, Ready, Task, as_coro, wrap_awaitable
+from ..errors import AlarmkitError, InternalError, InvalidValue, RunawayError
+
+__all__ = ["Kernel", "Future", "Ready", "Task", "SEED_MAX", "as_coro", "wrap_awaitable"]
+
+SEED_MAX = 2**63 - 1
+
+_COMPACT_MIN = 1024
+# The kernel refuses a time its journal's BIGINT columns could not hold. Public entries refuse
+# beyond 2**53 (MAX_MS) already; what the runtime adds to such a time (a retry, a latency) stays far below this.
+_KERNEL_MAX = 2**62
+_INF = float("inf")
+
+
+class Kernel:
+    """Virtual clock + timer heap + microtask queue + one seeded random source.
+
+    ``run()`` and ``run_until_complete()`` stop runaway work with ``RunawayError``: see ``_budget``.
+
+    ``at_instant_end(fn)``: call ``fn()`` once when the current instant's work is done (no microtask
+    ready, no timer due now), before the clock moves or a run returns; several run in the order given.
+    It may arm timers; with ``reserve()`` one armed then orders as if armed when the seq was reserved.
+    The runtime's handler watchdog uses it to arm nothing for a handler that ends in the instant it began.
+    """
+
+    def __init__(self, seed: int = 0, step_limit: int | None = STEP_LIMIT, time_limit_ms: int | None = TIME_LIMIT_MS,
+                 start_ms: int = 0) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise AlarmkitError(f"seed must be an int, got {seed!r}")
+        if not 0 <= seed <= SEED_MAX:  # random.Random(-n) is random.Random(n); journals keep seeds as BIGINT
+            raise AlarmkitError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {seed}")
+        self.step_limit = check_limit("step_limit", step_limit)
+        self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
+        self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
+        self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
+        self.now: int = time_ms("start_ms", start_ms)  # the clock's first reading (epoch ms, or 0)
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self._heap: list[list] = []
+        self._seq = 0
+        self._cancelled = 0  # cancelled entries still in the heap (an upper bound)
+        self._ready: deque = deque()
+        self.current: Task | None = None  # the task being stepped, for whoever asks
+        self._ready_none = Ready(self, None)  # immutable, so one serves every checkpoint(None)
+        self._instant_end: list[Callable[[], None]] = []  # see at_instant_end
+
+    # -- scheduling -----------------------------------------------------------------
+    def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> list:
+        """Run ``fn(*args)`` at virtual time ``t`` (an int of ms); returns a handle for ``cancel``.
+        ``seq``: a number from ``reserve()``, to order the timer among those at ``t`` as if armed then."""
+        if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
+            if t.__class__ is int and t < self.now:
+                raise InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
+            raise InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
+        if seq is None:
+            self._seq += 1
+            seq = self._seq
+        entry = [t, seq, fn, args]
+        heapq.heappush(self._heap, entry)
+        return entry
+
+    def at_instant_end(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once, when this instant's work is done (see the class docstring)."""
+        if not callable(fn):
+            raise AlarmkitError(f"at_instant_end needs a function to call, got {fn!r}")
+        self._instant_end.append(fn)
+
+    def reserve(self) -> int:
+        """A timer's place in the order of timers at one time, taken now, for ``call_at(seq=...)`` later."""
+        self._seq += 1
+        return self._seq
+
+    def call_later(self, delay: int, fn: Callable, *args: Any) -> list:
+        if delay < 0:
+            raise InternalError(f"negative delay {delay}")
+        return self.call_at(self.now + delay, fn, *args)
+
+    def cancel(self, handle: list | None) -> None:
+        if handle is None or handle[2] is None:
+            return
+        handle[2] = None
+        self._cancelled += 1
+        heap = self._heap
+        if self._cancelled > _COMPACT_MIN and 2 * self._cancelled > len(heap):
+            # A cancelled entry stays in the heap until its time comes; a runtime that arms and
+            # cancels a far timer per handler would grow it without bound. As asyncio does, drop
+            # them all once they are half the heap. (time, seq) is a total order, so the order
+            # timers fire in does not depend on the heap's layout.
+            heap[:] = [e for e in heap if e[2] is not None]
+            heapq.heapify(heap)
+            self._cancelled = 0
+
+    def call_soon(self, fn: Callable, *args: Any) -> None:
+        """Run ``fn(*args)`` as a microtask: now, before any timer."""
+        self._ready.append((fn, args))
+
+    # -- awaitables -----------------------------------------------------------------
+    def sleep(self, ms: int) -> Future:
+        if ms.__class__ is not int or ms < 0 or self.now + ms > MAX_MS:
+            raise InvalidValue(
+                f"sleep needs an int of milliseconds in 0..{MAX_MS - self.now:,} (the clock ends at 2**53 ms), got {ms!r}"
+            )
+        fut = Future()
+        self.call_later(ms, fut.set_result, None)
+        return fut
+
+    def checkpoint(self, value: Any = None) -> Ready:
+        """An awaitable whose value is known now; awaiting it still suspends the task once."""
+        return self._ready_none if value is None else Ready(self, value)
+
+    def spawn(self, coro, name: str = "", on_suspend=None, data: Any = None) -> Task:
+        return Task(self, coro, name, on_suspend, data)
+
+    def start(self, task: Task) -> None:
+        """Start a task made with ``start=False``: its first step runs now if it would run next
+        anyway (no microtask waiting, no task running), else as a microtask."""
+        if self._ready or self.current is not None:
+            self._ready.append((task._step, (None, None)))
+        else:
+            task._step(None, None)
+
+    def gather(self, *aws: Any) -> Future:
+        """A future of the list of results, in order; the first failure fails it."""
+        futs = [a if isinstance(a, Future) else self.spawn(as_coro(a)) for a in aws]
+        out = Future()
+        results: list[Any] = [None] * len(futs)
+        left = [len(futs)]
+        if not futs:
+            out.set_result([])
+            return out
+
+        def done(i: int, f: Future) -> None:
+            if out.done():
+                return
+            if f._exc is not None:
+                out.set_exception(f._exc)
+                return
+            results[i] = f._value
+            left[0] -= 1
+            if left[0] == 0:
+                out.set_result(results)
+
+        for i, f in enumerate(futs):
+            f.add_done_callback(lambda f, i=i: done(i, f))
+        return out
+
+    # -- running --------------------------------------------------------------------
+    def peek(self) -> float:
+        """Time of the next event (``now`` if a microtask is ready; inf if nothing is left)."""
+        if self._ready:
+            return self.now
+        heap = self._heap
+        while heap and heap[0][2] is None:
+            heapq.heappop(heap)
+        if self._instant_end and (not heap or heap[0][0] != self.now):
+            self._end_instant()  # may arm a timer
+            return self.peek()
+        return heap[0][0] if heap else float("inf")
+
+    def _end_instant(self) -> None:
+        hooks, self._instant_end = self._instant_end, []
+        for fn in hooks:
+            fn()
+
+    def step(self) -> bool:
+        """Process one microtask, or else one timer. False when nothing is left."""
+        if self._ready:
+            fn, args = self._ready.popleft()
+            fn(*args)
+            return True
+        if self._instant_end:
+            self.peek()  # calls them if this instant's work is done
+        heap = self._heap
+        while heap:
+            t, _, fn, args = heapq.heappop(heap)
+            if fn is None:
+                continue
+            self.now = t
+            fn(*args)
+            return True
+        return False
+
+    def run(self, until: int | None = None) -> None:
+        """Process events until none are left, or until virtual time ``until`` (then now == until).
+
+        Raises ``RunawayError`` past a budget (see the class), with the simulation left as it was.
+        """
+        start = self.now
+        if until is None:
+            end = NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
+        else:
+            end = time_ms("run(until=...)", until)
+            if end < start:
+                raise AlarmkitError(f"time can't go backwards: run(until={until}) at now={start}")
+        self._drive(end)
+        if until is not None:
+            self.now = end
+        elif self.peek() != _INF:  # stopped at the time limit, not because nothing is left
+            raise self._past_time_limit(start)
+
+    def _drive(self, end: int) -> None:
+        """Run microtasks and timers due by ``end``, counting the steps at one virtual instant. SimPy's
+        run() calls step(); this loop inlines it, saving a Python call per event on the hot path."""
+        ready, heap, pop = self._ready, self._heap, heapq.heappop
+        limit = self.step_limit or NO_LIMIT
+        now, n = self.now, 0
+        while True:
+            while ready:
+                n += 1
+                if n > limit:
+                    raise over_step_limit(self.now, limit, self._culprit(*ready[0]))
+                fn, args = ready.popleft()
+                fn(*args)
+            if self._instant_end and (not heap or heap[0][0] != now):
+                self._end_instant()  # may arm a timer: look again
+                continue
+            if not heap or heap[0][0] > end:
+                return
+            t, _, fn, args = entry = pop(heap)
+            if fn is not None:
+                if t != now:
+                    self.now = now = t
+                    n = 1
+                else:
+                    n += 1
+                    if n > limit:
+                        heapq.heappush(heap, entry)  # not run: the simulation stays as it was
+                        raise over_step_limit(now, limit, self._culprit(fn, args))
+                fn(*args)
+
+    def advance(self, ms: int) -> None:
+        if ms.__class__ is not int or ms < 0 or self.now + ms > MAX_MS:
+            raise InvalidValue(f"advance(ms) needs an int of ms in 0..{MAX_MS - self.now:,} (the clock ends at 2**53 ms), got {ms!r}")
+        self.run(until=self.now + ms)
+
+    def run_until_complete(self, aw: Any, limit: int | None = None) -> Any:
+        """Drive the kernel until ``aw`` completes; return its value or raise its error.
+
+        ``limit`` is a virtual time the call must finish by; without it, ``time_limit_ms`` applies.
+        """
+        if limit is not None:
+            limit = time_ms("call(limit=...)", limit)
+        fut = aw if isinstance(aw, Future) else self.spawn(as_coro(aw), name="main")
+        start = self.now
+        end = limit if limit is not None else NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
+        steps = self.step_limit or NO_LIMIT
+        at, n = start, 0
+        while not fut.done():
+            nxt = self.peek()
+            if nxt > end:
+                if nxt == _INF:
+                    raise AlarmkitError(
+                        "deadlock: the awaited call can never complete (nothing left to run); "
+                        "did the object await something nobody resolves?"
+                    )
+                if limit is not None:
+                    raise AlarmkitError(f"still waiting at virtual time {limit} ms; raise the limit")
+                raise self._past_time_limit(start)
+            if nxt != at:
+                at, n = nxt, 0
+            n += 1
+            if n > steps:
+                raise over_step_limit(at, steps, self._culprit(*(self._ready[0] if self._ready else self._heap[0][2:])))
+            self.step()
+        return fut.result()
+
+    # -- runaway work ---------------------------------------------------------------
+    def _culprit(self, fn: Callable, args: tuple) -> str:
+        if self.describe is not None:
+            return self.describe(fn, args)
+        task = task_of(fn, args)
+        return f"task {task.name!r}" if task is not None else getattr(fn, "__qualname__", repr(fn))
+
+    def _past_time_limit(self, start: int) -> RunawayError:
+        t, _, fn, args = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
+        return past_time_limit(self.now, t, self.time_limit_ms, start, self._culprit(fn, args))

@@ -1,0 +1,353 @@
+"""One object identity: its durable ``Database`` (which outlives instances) and, while it is
+awake, its instance, ``ctx`` and tasks. Every suspension of one of its tasks is a commit point;
+a crash rolls back what had not committed and kills every task in the instance.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..kernel import task_of
+from .._checks import text
+from ..kernel import Future, Task
+from ._object import DurableObject, DurableObjectState
+from ._storage import Database
+from ..errors import Aborted, AlarmkitError, InjectedError, ObjectCrashed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._runtime import Namespace, Simulation
+
+__all__ = ["Host", "check_method", "owner", "describe", "on_interrupt"]
+
+_UNSET = object()
+
+
+def check_method(cls: type, method: str, what: str = "") -> None:
+    """An RPC target must be a public method: name the ones there are when it is not."""
+    if method.startswith("_"):
+        raise AttributeError(method)
+    if not callable(getattr(cls, method, None)):
+        public = sorted(m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m)))
+        raise AlarmkitError(f"{what}{cls.__name__} has no method {method!r}; its methods: {public}")
+
+
+class Host:
+    """One object identity: durable storage plus, while awake, an instance."""
+
+    __slots__ = (
+        "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
+        "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
+        "code", "locks", "unlocked", "starting", "__weakref__",
+    )
+
+    def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
+        self.sim = sim
+        self.namespace = namespace
+        self.name = text("object names" if parent is None else "facet names", name)  # the journal's object_id
+        self.label = name if parent is None else f"{parent.label}/{name}"
+        self._db: Database | None = None  # opened on first use: many objects never touch SQL
+        self.instance: DurableObject | None = None
+        self.ctx: DurableObjectState | None = None
+        self.tasks: dict[Task, None] = {}
+        self.gate: Future | None = None
+        self.idle_timer: list | None = None
+        self.last_active = 0
+        self.invocations = 0
+        self.staged: Any = _UNSET  # an uncommitted set_alarm (int) or delete_alarm (None)
+        self.constructing = False
+        self.alarm_backend = sim.scheduler
+        self.parent = parent
+        self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
+        self.code = sim.buffer.register(namespace.binding, self.label)  # what the journal buffer logs
+        # workerd's input gate: storage reads in flight, and delivered events whose code has not started
+        # yet (JavaScript runs a call up to its first await at once); new deliveries wait while any
+        self.locks = 0
+        # delivered tasks holding a lock until their first step ends; None until the first (issue 17:
+        # an empty set is 216 B, 0.2 GiB at 1M objects, and most objects never hold one while idle)
+        self.starting: set[Task] | None = None
+        self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
+
+    def __repr__(self) -> str:
+        return f"<Host {self.label}>"
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database(self.sim.db_pool)
+        return self._db
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def ensure_live(self) -> DurableObject:
+        if self.instance is not None:
+            return self.instance
+        self.sim.log("construct", self, None, None, None, None)
+        self.ctx = self.sim.make_ctx(self)
+        self.constructing = True
+        try:
+            self.instance = self.namespace.cls(self.ctx, self.sim.env)
+        except Exception:
+            if self._db is not None:
+                self._db.rollback()
+            self.staged = _UNSET
+            self.ctx = None
+            raise
+        except BaseException as err:
+            self.interrupted(err, "the constructor")
+            raise
+        finally:
+            self.constructing = False
+        self.commit()
+        self._touch()
+        return self.instance
+
+    def check_alive(self) -> None:
+        if self.ctx is None:
+            raise ObjectCrashed(f"object {self.label} is no longer running (it crashed or was evicted)")
+
+    def drop(self, exc: BaseException) -> None:
+        """The instance goes away (crash, eviction, restart): uncommitted writes are lost."""
+        if self._db is not None:
+            self._db.rollback()
+        self.staged = _UNSET
+        self.instance = None
+        self.ctx = None
+        self.gate = None
+        self.locks = 0
+        self.starting = None
+        if self.unlocked is not None:  # held deliveries wake, find the instance gone and fail
+            unlocked, self.unlocked = self.unlocked, None
+            unlocked.set_result(None)
+        self.sim.kernel.cancel(self.idle_timer)
+        self.idle_timer = None
+        tasks, self.tasks = self.tasks, {}
+        for task in tasks:
+            task.kill(exc)
+        for child in self.facets.values():  # facets live inside their parent's process
+            if child.instance is not None:
+                child.drop(exc)
+
+    def crash(self, reason: str) -> None:
+        self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
+        self.drop(ObjectCrashed(f"object {self.label} crashed: {reason}"))
+
+    def abort(self, reason: str, retry_alarm: bool) -> Aborted:
+        """``ctx.abort``: journal ``aborted`` and drop the instance (uncommitted writes are lost, as in a
+        crash); every task in it, the caller's included, fails with the returned ``Aborted``."""
+        err = Aborted(f"object {self.label} was aborted: {reason}", retry_alarm)
+        self.sim.log("aborted", self, None, None, None,
+                     {"reason": reason, "retry_alarm": retry_alarm, "tasks": [t.name for t in self.tasks]})
+        self.drop(err)
+        return err
+
+    def interrupted(self, err: BaseException, where: str) -> ObjectCrashed:
+        """A KeyboardInterrupt or SystemExit left user code running in this object: journaled as a
+        ``crash`` and the object left as a crash leaves it (its stored alarm stays); the caller re-raises.
+        Returns the error the interrupted work fails with (an uncounted failure, as a crash is)."""
+        if self.ctx is not None:
+            self.crash(f"interrupted: {type(err).__name__} in {where}")
+        return ObjectCrashed(f"object {self.label} was interrupted by {type(err).__name__} in {where}")
+
+    def evict(self, reason: str = "idle", message: str | None = None) -> None:
+        """Drop the running instance (journal kind ``evict``); its calls in flight fail with
+        ObjectCrashed(``message``, default ``object X was evicted (reason)``)."""
+        if self.instance is None:
+            return
+        self.sim.log("evict", self, None, None, None, {"reason": reason, "busy": bool(self.tasks)})
+        self.drop(ObjectCrashed(message or f"object {self.label} was evicted ({reason})"))
+
+    def _touch(self) -> None:
+        # one pending idle timer per object, re-armed lazily: activity only moves last_active
+        if self.tasks or self.instance is None:
+            return
+        self.last_active = self.sim.kernel.now
+        if self.idle_timer is None:
+            self.idle_timer = self.sim.kernel.call_later(self.sim.profile.idle_evict_ms, self._idle)
+
+    def _idle(self) -> None:
+        self.idle_timer = None
+        if self.tasks or self.instance is None:
+            return  # busy: the end of the last task arms the timer again
+        due = self.last_active + self.sim.profile.idle_evict_ms
+        if self.sim.kernel.now >= due:
+            self.evict("idle")
+        else:
+            self.idle_timer = self.sim.kernel.call_at(due, self._idle)
+
+    # -- tasks and commits ----------------------------------------------------------------
+    def spawn(self, coro, name: str) -> Task:
+        task = self.sim.kernel.spawn(coro, name, self._on_suspend)
+        self.tasks[task] = None
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: Task) -> None:
+        if self.tasks.pop(task, _UNSET) is _UNSET:
+            return  # killed with its instance
+        if self.starting:
+            self._started(task)
+        self.commit()  # not inlined: FacetHost overrides both
+        self._touch()
+
+    def _on_suspend(self, task: Task) -> None:
+        if self.starting:
+            self._started(task)
+        sim = self.sim  # with no fault plan (the base Faults), crash_at_suspend is False: not called
+        if sim.fault_hooks and sim.faults.crash_at_suspend(self, task):
+            self.crash(f"injected at await {task.awaits} of {task.name}")
+        else:
+            self.commit()
+
+    def current_cause(self) -> str:
+        current = self.sim.kernel.current
+        if self.constructing or (current is not None and current.name == "constructor"):
+            return "constructor"
+        return "user"
+
+    def stage_alarm(self, at: int | None) -> None:
+        current = self.sim.kernel.current  # current_cause(), inlined: every set_alarm stages
+        self.staged = (at, "constructor" if self.constructing or (current is not None and current.name == "constructor")
+                       else "user")
+
+    def visible_alarm(self) -> int | None:
+        self.check_alive()
+        if self.staged is not _UNSET:
+            return self.staged[0]
+        return self.alarm_backend.get(self)
+
+    def platform_arm(self, at: int, cause: str) -> None:
+        """Arm the object's alarm at once, outside its transactions: the platform's doing (a duplicate)."""
+        self.alarm_backend.arm(self, at, cause)
+
+    def commit(self) -> None:
+        if self._db is not None:
+            self._db.commit()
+        if self.staged is _UNSET:
+            return
+        (at, cause), self.staged = self.staged, _UNSET
+        backend = self.alarm_backend
+        if at is None:
+            backend.disarm(self, cause)
+            return
+        if cause == "constructor" and at <= self.sim.kernel.now and backend.get(self) is None:
+            backend.arm(self, at, cause)  # a constructor that found overdue work and no alarm
+            self.sim.log("revive", self, at, None, None, {"cause": "constructor"})
+            return
+        backend.arm(self, at, cause)
+
+    def block_concurrency_while(self, fn: Callable) -> Task:
+        name = "constructor" if self.constructing else "block_concurrency_while"
+        task = self.spawn(fn(), name)
+        self.gate = task
+
+        def reopen(t: Task) -> None:
+            if self.gate is t:
+                self.gate = None
+            if t.exception() is not None and not isinstance(t.exception(), ObjectCrashed) and self.instance is not None:
+                # workerd resets an object whose blockConcurrencyWhile callback throws
+                self.crash(f"block_concurrency_while failed: {t.exception()!r}")
+
+        task.add_done_callback(reopen)
+        return task
+
+    async def wait_gate(self) -> None:
+        """Wait until an event may be delivered: no ``block_concurrency_while`` running and no storage
+        read in flight (workerd's input gate; a write or an external wait such as ``ctx.sleep`` lets
+        other events in)."""
+        while self.gate is not None or self.locks:
+            if self.gate is None:
+                if self.unlocked is None:
+                    self.unlocked = Future()
+                await self.unlocked
+                self.check_alive()
+                continue
+            gate = self.gate
+            try:
+                await gate
+            except Exception:
+                pass
+            self.check_alive()
+
+    def read(self, value: Any) -> Future:
+        """The awaitable of a storage read whose ``value`` is known: it resolves as a microtask, and
+        until then the input gate holds new calls and alarm deliveries (``wait_gate``)."""
+        self.locks += 1
+        fut = Future()
+        self.sim.kernel.call_soon(self._read_done, fut, value, self.ctx)
+        return fut
+
+    def _read_done(self, fut: Future, value: Any, ctx: Any) -> None:
+        fut.set_result(value)  # the reader's continuation runs first: a second read locks the gate again
+        if ctx is self.ctx:  # else the instance that read died meanwhile: drop() reset the locks
+            self.unlock()
+
+    def lock_until_started(self, task: Task) -> None:
+        """``task`` (a delivered call or alarm) has not run yet: hold later deliveries until its first
+        step ends (its first suspension or its end), so a read at its start locks the gate in time."""
+        if not task.awaits and not task.done():
+            self.locks += 1
+            if self.starting is None:
+                self.starting = set()
+            self.starting.add(task)
+
+    def _started(self, task: Task) -> None:
+        starting = self.starting
+        if task in starting:
+            starting.discard(task)
+            if not starting:
+                self.starting = None  # the last one: no empty set kept per idle object
+            self.unlock()
+
+    def unlock(self) -> None:
+        self.locks -= 1
+        if not self.locks and self.unlocked is not None:
+            unlocked, self.unlocked = self.unlocked, None
+            unlocked.set_result(None)
+
+    # -- effects --------------------------------------------------------------------------
+    def effect(self, name: str, key: Any, detail: dict) -> Future:
+        text("ctx.effect(name)", name)
+        self.check_alive()
+        faults = self.sim.faults
+        faults.before_effect(self, name, key)
+        self.sim.log("effect", self, None, None, None, {"name": name, "key": key, **detail})
+        after = faults.after_effect(self, name, key)
+        if after == "crash":
+            self.crash(f"injected right after effect {name}({key!r})")
+            raise ObjectCrashed(f"object {self.label} crashed after effect {name}")
+        if after == "throw":
+            raise InjectedError(f"injected: effect {name}({key!r}) failed after it ran")
+        return self.sim.kernel.checkpoint(None)
+
+
+def owner(task: Task | None) -> Host | None:
+    """The object a task runs in (its suspensions are that host's commit points), if any."""
+    host = getattr(getattr(task, "on_suspend", None), "__self__", None)
+    return host if isinstance(host, Host) else None
+
+
+def on_interrupt(task: Task, err: BaseException) -> None:
+    """The kernel's hook: a KeyboardInterrupt or SystemExit left a task; crash its object, if it has one."""
+    host = owner(task)
+    if host is not None:
+        host.interrupted(err, task.name)
+
+
+def describe(fn: Callable, args: tuple) -> str:
+    """Whose work a step or timer is, for ``RunawayError``: the task and the object."""
+    task = task_of(fn, args)
+    host = owner(task)
+    for x in () if host is not None else (getattr(fn, "__self__", None), *args):
+        x = getattr(x, "host", x)  # a scheduler's entry holds its host
+        if isinstance(x, Host):
+            host = x
+            break
+    if task is not None:
+        what = f"task {task.name!r}"
+    elif getattr(fn, "__name__", "") in ("_fire", "_timer"):  # the workerd and celld alarm timers
+        what = "the next alarm() delivery"
+    else:
+        what = getattr(fn, "__qualname__", repr(fn))
+    if host is None:
+        return what
+    tries = f" (alarm() attempts so far: {host.invocations:,})" if host.invocations else ""
+    return f"{what} of object {host.namespace.binding}:{host.label}{tries}"

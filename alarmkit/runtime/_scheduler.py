@@ -1,0 +1,220 @@
+"""workerd's alarm scheduler, transcribed.
+
+Source: cloudflare/workerd ``src/workerd/server/alarm-scheduler.{h,c++}`` (the states WAITING /
+STARTED / FINISHED, the queued alarm behind a running one, counted and uncounted retries, the
+backoff reset, jitter, abandonment) and ``src/workerd/io/actor-sqlite.c++`` (a fire whose
+scheduled time no longer matches the object's stored alarm is cancelled, not run).
+
+The durable part is ``rows`` (the ``_cf_ALARM`` table: one row per object); everything else is
+in memory and is lost on ``restart``, which reloads every row (revival).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..journal import arm_detail
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._host import Host
+    from ._runtime import Simulation
+
+WAITING, STARTED, FINISHED = "waiting", "started", "finished"
+
+
+class Entry:
+    __slots__ = ("host", "at", "status", "queued", "counted", "retry", "backoff", "prev_counted", "timer", "rearmed",
+                 "consume", "unfired")
+
+    def __init__(self, host: Host, at: int) -> None:
+        self.host = host
+        self.at = at  # the alarm's scheduledTime (unchanged across its retries)
+        self.status = WAITING
+        self.queued: int | None = None
+        self.counted = 0  # countedRetry: what alarm() sees as retry_count
+        self.retry = 0  # every retry, counted or not
+        self.backoff = 0
+        self.prev_counted = False  # alarm-scheduler.h: previousRetryCountedAgainstLimit = false
+        self.timer: list | None = None
+        self.rearmed = False  # set_alarm was called while this entry's handler ran
+        self.consume = False  # this run consumes an overdue stored alarm (see _fire)
+        self.unfired = False  # re-armed inside alarm() at this entry's own time (Profile.rearm_at_now)
+
+
+class WorkerdScheduler:
+    """One alarm per object; at-least-once delivery with bounded, jittered retries (an ``AlarmBackend``)."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.kernel = sim.kernel
+        self.profile = sim.profile
+        self.rows: dict[Host, int] = {}  # durable: survives restart
+        self.entries: dict[Host, Entry] = {}  # in memory
+        self._fire_latency = sim.faults.fire_latency
+        self._latency = sim.profile.fire_latency
+        # a fixed latency and no latency fault: a constant, no call per fire
+        self._late = self._latency.ms if self._latency.kind == "fixed" and not sim.fault_hooks else None
+        self._fire_cb, self._finished_cb = self._fire, self._finished  # bound once, not per timer and fire
+
+    # -- what user code sees ------------------------------------------------------------
+    def get(self, host: Host) -> int | None:
+        """What ``get_alarm()`` returns: the object's stored alarm (actor-sqlite reads its own
+        metadata, not the scheduler), hidden while ``alarm()`` runs unless set since it started."""
+        entry = self.entries.get(host)
+        # Observed on workerd 2026-11-17 (calibration probe wake_evicted): when an alarm wakes an
+        # evicted object, its constructor runs before alarm() and its getAlarm() "shows the stored
+        # time"; only alarm() itself sees null. So the constructor reads the row, not the hiding.
+        if entry is not None and entry.status == STARTED:
+            current = self.kernel.current  # host.current_cause() != "constructor", inlined: alarm()'s end asks
+            if not host.constructing and (current is None or current.name != "constructor"):
+                return entry.queued if entry.rearmed else None
+        return self.rows.get(host)
+
+    def arm(self, host: Host, at: int, cause: str) -> None:
+        """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
+        prev = self.rows.get(host)
+        self.rows[host] = at
+        # sim.log("arm", ...), inlined as deliver() does for fire: one call fewer per committed set_alarm
+        # (issue 17; with the Ready hop in _kernel.Task._step, 79,820 -> 70,946 instructions a lifecycle)
+        sim = self.sim
+        buf = sim._buf
+        buf += (self.kernel.now, host.code, "arm", at, prev, None, arm_detail(prev, at, cause))
+        if len(buf) >= sim._flush_len:
+            sim._auto_flush()
+        entry = self.entries.get(host)
+        if entry is None:
+            self.entries[host] = self._schedule(host, at)
+        elif entry.status != WAITING:
+            # "We queue any new alarm after the existing alarm even if the new alarm has the same
+            # scheduled time" (alarm-scheduler.c++ setAlarm); FINISHED means a retry is pending
+            entry.queued = at
+            entry.rearmed = entry.status == STARTED
+            entry.unfired = entry.rearmed and at == entry.at and self.profile.rearm_at_now != "fires"
+        else:
+            self.kernel.cancel(entry.timer)
+            self.entries[host] = self._schedule(host, at)
+
+    def disarm(self, host: Host, cause: str) -> None:
+        prev = self.rows.pop(host, None)
+        if prev is not None:
+            self.sim.log("disarm", host, None, prev, None, {"cause": cause})
+        entry = self.entries.get(host)
+        if entry is None:
+            return
+        if entry.queued is not None:
+            if entry.status == STARTED:
+                entry.queued = None  # delete the queued alarm, not the running one
+            else:
+                self.kernel.cancel(entry.timer)
+                self.entries[host] = self._schedule(host, entry.queued)
+        elif entry.status != STARTED:  # "We can't remove running alarms."
+            self.kernel.cancel(entry.timer)
+            del self.entries[host]
+
+    def forget(self, host: Host) -> int | None:
+        """The alarm manager loses ``host``'s pending alarm while its stored time stays (the fault
+        ``forgotten_alarms``): nothing fires until code sets the alarm again or the runtime restarts.
+        Returns the stored time, or None when there was nothing to lose (no alarm, or alarm() running)."""
+        entry = self.entries.get(host)
+        if entry is None or entry.status == STARTED:
+            return None
+        self.kernel.cancel(entry.timer)
+        del self.entries[host]
+        return self.rows.get(host)
+
+    # -- restart ------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        for entry in self.entries.values():
+            self.kernel.cancel(entry.timer)
+        self.entries.clear()
+
+    def reload(self) -> None:
+        """loadAlarmsFromDb: every stored alarm is armed again with fresh counters."""
+        for host, at in self.rows.items():
+            self.sim.log("arm", host, at, None, None, {"direction": "new", "cause": "reload"})
+            self.sim.log("revive", host, at, None, None, {"cause": "restart", "overdue_ms": max(0, self.kernel.now - at)})
+            self.entries[host] = self._schedule(host, at)
+
+    # -- firing -------------------------------------------------------------------------
+    def _schedule(self, host: Host, at: int) -> Entry:
+        entry = Entry(host, at)
+        self._arm_timer(entry, max(at, self.kernel.now))
+        return entry
+
+    def _arm_timer(self, entry: Entry, due: int) -> None:
+        # checkTimestamp: never fire before the scheduled time; then the delivery latency
+        late = self._late if self._late is not None else self._fire_latency(entry.host, self._latency, self.kernel.rng)
+        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry)
+
+    def _fire(self, entry: Entry) -> None:
+        host = entry.host
+        entry.timer = None
+        entry.status = STARTED
+        entry.rearmed = False
+        stored = self.rows.get(host)
+        entry.consume = False
+        if stored != entry.at:
+            # actor-sqlite armAlarmHandler, when the object's stored alarm differs from this run's:
+            # if the stored alarm is already due, "running despite AlarmManager mismatch" (and success
+            # deletes it); otherwise the run is cancelled and the stored alarm (if any) runs later
+            if stored is None or stored > self.kernel.now:
+                self.sim.log("fire_skipped", host, entry.at, stored, entry.counted, {"reason": "stored alarm changed"})
+                self._finished(entry, True, False)
+                return
+            entry.consume = True
+        self.sim.deliver(host, entry.at, entry.counted, self._finished_cb, entry)
+
+    def _finished(self, entry: Entry, ok: bool, counted: bool, retry: bool = True) -> None:
+        host = entry.host
+        if self.entries.get(host) is not entry:
+            return  # the runtime restarted while the handler ran
+        if ok and entry.consume and not entry.rearmed:
+            # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
+            entry.queued = None
+        if ok and entry.unfired and entry.queued is not None:
+            # Profile.rearm_at_now == "same-time-unfired" (workerd issue 6866): the alarm re-armed inside
+            # the handler at the running alarm's own scheduled time stays stored and is never delivered
+            del self.entries[host]
+            return
+        if entry.queued is not None:
+            # "If an alarm is queued, there's no point in retrying the current one": the queued
+            # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused
+            at = entry.queued
+            entry.__init__(host, at)
+            # _arm_timer(), inlined: most lifecycles end here, re-armed by alarm() (issue 17: with the watchdog's
+            # two inlines, 62,846 -> 61,775 instructions a lifecycle, valgrind, no journal)
+            now = self.kernel.now
+            late = self._late if self._late is not None else self._fire_latency(host, self._latency, self.kernel.rng)
+            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry)
+            return
+        entry.status = FINISHED
+        if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does
+            self.rows.pop(host, None)
+            del self.entries[host]
+            if ok:
+                self.sim.faults.after_success(host, entry.at)
+            return
+        if entry.counted >= self.profile.retry_max_tries:
+            self.rows.pop(host, None)
+            del self.entries[host]
+            self.sim.log("abandoned", host, None, entry.at, entry.counted, {"attempts": entry.retry + 1})
+            return
+        if counted:
+            entry.counted += 1
+            if not entry.prev_counted:
+                entry.backoff = 0
+        entry.prev_counted = counted
+        entry.backoff = min(self.profile.backoff_max_shift, entry.backoff)
+        base = self.profile.retry_delay_ms(entry.backoff)
+        jitter = self.kernel.rng.randint(0, self.profile.max_jitter_ms(base))
+        rung = entry.backoff
+        entry.backoff += 1
+        entry.retry += 1
+        due = self.kernel.now + base + jitter
+        self.sim.log("arm", host, due, entry.at, entry.counted, arm_detail(entry.at, due, "retry"))
+        self.sim.log(
+            "retry_scheduled", host, due, entry.at, entry.counted,
+            {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
+        )
+        self._arm_timer(entry, due)
+

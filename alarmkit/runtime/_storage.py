@@ -1,0 +1,227 @@
+"""An object's durable storage: one SQLite database, with implicit transactions.
+
+Writes made between two awaits commit together (workerd's implicit transactions for
+SQLite-backed objects); the runtime calls ``commit()`` at every suspension point and
+``rollback()`` when the process dies. KV lives in the same database, so the two share
+transactions, as in workerd's SQLite-backed storage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import zlib
+from collections import OrderedDict
+from typing import Any, Iterator
+
+from ..errors import AlarmkitError, SqlError
+
+__all__ = ["Database", "Cursor", "SqlError", "ConnectionPool"]
+
+_TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b", re.I)
+
+
+class ConnectionPool:
+    """At most ``size`` databases hold an open SQLite connection (about 15-40 KiB each); the
+    least recently used ones are parked as their serialized image, zlib-compressed (issue 17: a
+    lease ledger's 2,048-byte image, four 512-byte pages mostly zeros, parks in 290 bytes; level 1
+    costs ~10 us to park and ~3 us to reopen, beside SQLite's own connect; RSS per object at 100k
+    leases 4,470 -> 2,511 B with the host's lazy ``starting`` set). Parking never happens inside a
+    transaction, so it cannot change what a simulation sees."""
+
+    def __init__(self, size: int = 2048) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise AlarmkitError(f"connection pool size must be a positive int, got {size!r}")
+        self.size = size
+        self.open: OrderedDict[Database, None] = OrderedDict()
+
+    def touch(self, db: Database) -> None:
+        opened = self.open
+        if db in opened:
+            opened.move_to_end(db)
+            return
+        opened[db] = None
+        tries = len(opened) - self.size
+        while tries > 0 and len(opened) > self.size:
+            tries -= 1
+            old = next(iter(opened))
+            if old is not db and old._park():
+                del opened[old]
+            else:  # mid-transaction: it stays open, and goes to the back of the queue
+                opened.move_to_end(old)
+
+
+class Database:
+    """The durable part of one object. Survives eviction and restarts; instances do not."""
+
+    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "__weakref__")
+
+    def __init__(self, pool: ConnectionPool | None = None) -> None:
+        self._conn: sqlite3.Connection | None = None
+        self._image: bytes | None = None  # the parked database: zlib.compress(conn.serialize(), 1)
+        self._kv_ready = False
+        self._pool = pool
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            if self._image is None:
+                conn.execute("PRAGMA page_size=512")  # small pages keep many small databases cheap
+            else:
+                conn.deserialize(zlib.decompress(self._image))
+                self._image = None
+        if self._pool is not None:
+            self._pool.touch(self)
+        return conn
+
+    def _park(self) -> bool:
+        conn = self._conn
+        if conn is None or conn.in_transaction:
+            return False
+        self._image = zlib.compress(conn.serialize(), 1)
+        conn.close()
+        self._conn = None
+        return True
+
+    # -- transactions -----------------------------------------------------------------
+    def _begin(self) -> None:
+        conn = self.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        conn = self._conn  # a parked database has nothing uncommitted
+        if conn is not None and conn.in_transaction:
+            conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.in_transaction:
+            conn.execute("ROLLBACK")
+            self._kv_ready = False  # the rolled-back transaction may be the one that created _cf_KV
+
+    # -- SQL ---------------------------------------------------------------------------
+    def exec(self, sql: str, params: tuple) -> Cursor:
+        if not isinstance(sql, str):
+            raise SqlError(f"sql.exec needs an SQL string, got {sql!r}")
+        if _TX_STATEMENT.match(sql):
+            raise SqlError(
+                f"{sql.split()[0].upper()} is not allowed in sql.exec: writes between two awaits "
+                "already commit together; use ctx.storage.transaction_sync(fn) for an explicit one"
+            )
+        self._begin()
+        try:
+            cur = self._conn.execute(sql, params)
+        except sqlite3.ProgrammingError as err:
+            if "one statement" in str(err) and not params:
+                self._script(sql)
+                return Cursor([], [], 0)
+            raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
+        except (sqlite3.Error, OverflowError) as err:  # OverflowError: an int SQLite's 64 bits cannot hold
+            raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
+        cols = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchall() if cols else []
+        return Cursor(cols, rows, cur.rowcount if cur.rowcount > 0 else 0)
+
+    def _script(self, sql: str) -> None:
+        # executescript would COMMIT our transaction; run the statements one by one instead
+        for stmt in sql.split(";"):
+            if stmt.strip():
+                try:
+                    self.conn.execute(stmt)
+                except sqlite3.Error as err:
+                    raise SqlError(f"{err} (in {stmt.strip()!r})") from None
+
+    # -- KV ----------------------------------------------------------------------------
+    def _kv(self) -> None:
+        if not self._kv_ready:
+            self._begin()
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID"
+            )
+            self._kv_ready = True
+
+    def kv_get(self, key: str) -> Any:
+        _check_key(key)
+        self._kv()
+        row = self.conn.execute("SELECT value FROM _cf_KV WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def kv_put(self, key: str, value: Any) -> None:
+        _check_key(key)
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            raise AlarmkitError(
+                f"storage.put({key!r}, ...) got a {type(value).__name__}, which is not JSON-serialisable; "
+                "store dicts, lists, strings, numbers, bools or None"
+            ) from None
+        self._kv()
+        self._begin()  # a write joins the implicit transaction (without it, autocommit: a crash kept it)
+        self.conn.execute("INSERT OR REPLACE INTO _cf_KV (key, value) VALUES (?, ?)", (key, text))
+
+    def kv_delete(self, key: str) -> bool:
+        _check_key(key)
+        self._kv()
+        self._begin()
+        return self.conn.execute("DELETE FROM _cf_KV WHERE key = ?", (key,)).rowcount > 0
+
+    def kv_list(self, prefix: str = "") -> dict[str, Any]:
+        self._kv()
+        rows = self.conn.execute(
+            "SELECT key, value FROM _cf_KV WHERE key >= ? AND key < ? ORDER BY key",
+            (prefix, prefix + "\U0010ffff"),
+        ).fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    def read(self, sql: str, params: tuple = ()) -> list[dict]:
+        """Committed rows, for inspection from outside the object (never inside a transaction)."""
+        try:
+            cur = self.conn.execute(sql, params)
+        except sqlite3.Error as err:
+            raise SqlError(f"{err} (in {sql!r})") from None
+        cols = [d[0] for d in cur.description] if cur.description else []
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _check_key(key: Any) -> None:
+    if not isinstance(key, str):
+        raise AlarmkitError(f"storage keys are strings, got {key!r}")
+
+
+class Cursor:
+    """The result of ``sql.exec``: rows as dicts, read eagerly (safe across awaits)."""
+
+    __slots__ = ("column_names", "_rows", "rows_written")
+
+    def __init__(self, cols: list[str], rows: list[tuple], rows_written: int) -> None:
+        self.column_names = cols
+        self._rows = rows
+        self.rows_written = rows_written
+
+    def __iter__(self) -> Iterator[dict]:
+        cols = self.column_names
+        return (dict(zip(cols, r)) for r in self._rows)
+
+    def to_list(self) -> list[dict]:
+        return list(self)
+
+    to_array = to_list  # the JavaScript name
+
+    def raw(self) -> list[tuple]:
+        return list(self._rows)
+
+    def one(self) -> dict:
+        if len(self._rows) != 1:
+            got = "no results" if not self._rows else "multiple results"
+            raise SqlError(f"Expected exactly one result from SQL query, but got {got}.")
+        return dict(zip(self.column_names, self._rows[0]))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return f"<Cursor {len(self._rows)} rows {self.column_names}>"
