@@ -6,6 +6,9 @@
     python3 dev.py lab        # JupyterLab on notebooks/ (double-click a notebook to open it as one)
     python3 dev.py notebooks  # the teaching bundle: every notebook executed, as HTML, in notebooks-html/
                               # (--out DIR; other arguments go to `alarmkit notebooks`, e.g. --only 02,07 --ci)
+    python3 dev.py docs       # the API reference, from the docstrings (pdoc), in docs-api/ (--out DIR)
+    python3 dev.py test --quick   # the in-process tests only (no browser, notebook, real workerd or slow test),
+                                  # on both cores: for everyday work; CI runs the whole suite
 
 Each creates or reuses ./.venv and installs what it needs (re-installing only when pyproject.toml
 changes; pip's output goes to .venv/pip.log, shown if it fails). Run from an activated conda environment (not base), they use that environment instead
@@ -178,7 +181,7 @@ def ensure_workerd(env: Env) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test", "lab", "notebooks"):
+    if not argv or argv[0] not in ("demo", "test", "lab", "notebooks", "docs"):
         print(__doc__.strip())
         return 2
     cmd, rest = argv[0], argv[1:]
@@ -194,10 +197,38 @@ def main(argv: list[str]) -> int:
         out = [] if any(a == "--html" or a.startswith("--html=") for a in rest) else ["--html", "notebooks-html"]
         return run([env.bin / "alarmkit", "notebooks", *out, *rest], cwd=ROOT)
     env = ensure_env("dev")
+    if cmd == "docs":
+        return build_docs(env, rest)
+    if "--quick" in rest:
+        rest = [a for a in rest if a != "--quick"]
+        say(f"running the quick tests (not {QUICK_SKIPS.replace(' and not ', ', ')}) on both cores")
+        return run([env.python, "-m", "pytest", "-rs", "-m", f"not {QUICK_SKIPS}", "-n", "2", *rest], cwd=ROOT)
     ensure_chromium(env.state / "apt.log")
     ensure_workerd(env)
     say("running the test suite")
     return run([env.python, "-m", "pytest", "-rs", *rest], cwd=ROOT)
+
+
+QUICK_SKIPS = "browser and not notebook and not workerd and not slow and not long"
+# every public module, at its home (alarmkit.plots and the other old paths are these modules)
+API_MODULES = ("alarmkit", "alarmkit.errors", "alarmkit.kernel", "alarmkit.journal", "alarmkit.journal.invariants",
+               "alarmkit.runtime", "alarmkit.runtime.faults", "alarmkit.runtime.profiles", "alarmkit.runtime.facets",
+               "alarmkit.scenarios", "alarmkit.viz", "alarmkit.viz.plots", "alarmkit.viz.report",
+               "alarmkit.viz.widgets", "alarmkit.explore", "alarmkit.calibrate", "alarmkit.realruns")
+
+
+def build_docs(env: Env, rest: list[str]) -> int:
+    """``dev.py docs [--out DIR]``: the API reference of every public module, from the docstrings."""
+    out = "docs-api"
+    if "--out" in rest:
+        i = rest.index("--out")
+        if i + 1 >= len(rest):
+            print("dev.py docs: --out needs a folder, e.g. --out docs-api", file=sys.stderr)
+            return 2
+        out, rest = rest[i + 1], rest[:i] + rest[i + 2:]
+    say(f"writing the API reference into {out}/")
+    return run([env.python, "-m", "pdoc", *API_MODULES, "--no-show-source", "--docformat", "restructuredtext",
+                "-o", out, *rest], cwd=ROOT, stderr=subprocess.DEVNULL if "-v" not in rest else None)
 
 
 if __name__ == "__main__":

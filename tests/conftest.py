@@ -34,8 +34,23 @@ def browser():
         b.close()
 
 
+NOTEBOOK_FILES = {"test_notebooks.py", "test_notebook_html.py", "test_notebook_bundle.py", "test_jupyterlab_browser.py"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``leaves_threads`` run last. A Dask cluster run in this process leaves threads
+    """Mark what needs more than this process: ``browser`` (a test using headless Chromium),
+    ``workerd`` (a test using real workerd), ``notebook`` (a real Jupyter kernel or JupyterLab), so
+    that ``python3 dev.py test --quick`` can leave them out.
+
+    Tests marked ``leaves_threads`` run last. A Dask cluster run in this process leaves threads
     behind it, and a process pool forked after that may lose a worker (a full run once failed with
     BrokenProcessPool in test_explore's pool test, which used to run after test_dask_sweep)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "browser" in names:
+            item.add_marker(pytest.mark.browser)
+        if "workerd_binary" in names:
+            item.add_marker(pytest.mark.workerd)
+        if item.path.name in NOTEBOOK_FILES:
+            item.add_marker(pytest.mark.notebook)
     items.sort(key=lambda item: item.get_closest_marker("leaves_threads") is not None)  # stable

@@ -128,7 +128,8 @@ def print_layers() -> None:  # pragma: no cover - run by hand: python tests/test
 # -- the tests ---------------------------------------------------------------------------------------------
 def test_graph_sees_lazy_and_relative_imports():
     graph = import_graph()
-    assert "alarmkit._kernel" in graph["alarmkit"]  # from ._kernel import ... in __init__
+    assert "alarmkit.kernel" in graph["alarmkit"]  # from .kernel import ... in __init__
+    assert "alarmkit.journal._events" in graph["alarmkit.journal"]  # relative, inside a face
     # cycles() finds a cycle when there is one, and names every module on it
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
@@ -139,18 +140,126 @@ def test_no_import_cycles():
     assert not found, "import cycles (lazy imports included): " + "; ".join(" <-> ".join(c) for c in found)
 
 
-def test_runtime_core_reads_top_down():
-    """kernel -> storage/object -> host -> scheduler backends and facet hosting -> runtime -> scenarios:
-    nothing in the core imports a module after it in that order."""
-    order = ["_tasks", "_kernel", "_storage", "_object", "_host", "_scheduler", "_celld", "_facets", "_stubs", "_delivery", "_runtime", "runtime",
-             "facets", "scenarios"]
-    graph = import_graph()
-    rank = {f"alarmkit.{m}": i for i, m in enumerate(order)}
-    upward = [(a, b) for a in rank for b in graph.get(a, ()) if b in rank and rank[b] > rank[a]]
-    assert not upward, f"core modules importing upward: {upward}"
+# -- the wings: one import rule, types included ---------------------------------------------------------------
+FLOOR = {"alarmkit.errors", "alarmkit._checks", "alarmkit._files", "alarmkit._paths", "alarmkit._version",
+         "alarmkit._public"}
+# the order the package reads in, bottom up; wings of one rank may use each other's public modules
+RANK = {"floor": 0, "kernel": 1, "journal": 2, "runtime": 3, "scenarios": 4, "viz": 5, "diff": 6, "explore": 7,
+        "calibrate": 8, "realruns": 8, "workers": 8, "cli": 9, "face": 10}
+CLI = {"alarmkit.cli", "alarmkit.demo", "alarmkit.__main__"}
 
 
-RUNTIME_CORE = {"_tasks", "_kernel", "_storage", "_object", "_host", "_backend", "_scheduler", "_celld", "_facets", "_stubs", "_delivery", "_runtime"}
+def wing_of(mod: str) -> str:
+    """The wing a module belongs to: a folder under alarmkit/, the floor, the command line or the face."""
+    parts = mod.split(".")
+    if mod in FLOOR:
+        return "floor"
+    if mod in CLI:
+        return "cli"
+    if len(parts) >= 2 and parts[1] in RANK:
+        return parts[1]
+    return "face"  # alarmkit/__init__.py and the documented paths that are their wings' modules
+
+
+def is_public_path(mod: str) -> bool:
+    return not any(p.startswith("_") and not p.startswith("__") for p in mod.split("."))
+
+
+def wing_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that breaks the rule: a module imports its own wing, the floor, or a lower wing
+    (same rank: a sibling) through that wing's face or one of its public modules."""
+    bad = []
+    for a, targets in sorted(graph.items()):
+        wa = wing_of(a)
+        for b in sorted(targets):
+            wb = wing_of(b)
+            if wa == wb or wb == "floor":
+                continue
+            if RANK[wb] > RANK[wa] or (wa == "floor"):
+                bad.append(f"{a} imports {b}: upward ({wa} < {wb})")
+            elif not is_public_path(b):
+                bad.append(f"{a} imports {b}: a private module of the {wb} wing (use alarmkit.{wb})")
+    return bad
+
+
+def test_every_module_belongs_to_a_known_wing():
+    unknown = sorted(m for m in modules() if wing_of(m) == "face" and m != "alarmkit"
+                     and not (PKG / f"{m.split('.')[-1]}.py").read_text().count("sys.modules[__name__] = _home"))
+    assert not unknown, f"modules in no wing (give them a folder or the floor): {unknown}"
+
+
+def test_imports_follow_the_wings_types_included():
+    graph = import_graph(include_type_checking=True)
+    bad = wing_violations(graph)
+    assert not bad, "imports against the wing order:\n" + "\n".join(bad)
+    found = cycles(graph)
+    assert not found, "import cycles (TYPE_CHECKING imports included): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_wing_rule_fails_on_a_planted_upward_or_private_import():
+    graph = {"alarmkit.kernel._kernel": {"alarmkit.runtime"}, "alarmkit.viz.plots": {"alarmkit.runtime._host"},
+             "alarmkit.runtime._host": {"alarmkit.kernel", "alarmkit.errors", "alarmkit.runtime._object"},
+             "alarmkit.errors": {"alarmkit.journal"}, "alarmkit.realruns.record": {"alarmkit.calibrate.workerd"}}
+    assert wing_violations(graph) == [
+        "alarmkit.errors imports alarmkit.journal: upward (floor < journal)",
+        "alarmkit.kernel._kernel imports alarmkit.runtime: upward (kernel < runtime)",
+        "alarmkit.viz.plots imports alarmkit.runtime._host: a private module of the runtime wing (use alarmkit.runtime)",
+    ]
+
+
+def test_public_names_report_public_modules():
+    """``repr``, ``help`` and tracebacks name a path a user can import: never a private module."""
+    import importlib
+
+    import alarmkit as ak
+
+    faces = ["alarmkit", "alarmkit.kernel", "alarmkit.journal", "alarmkit.runtime", "alarmkit.viz", "alarmkit.explore",
+             "alarmkit.scenarios", "alarmkit.errors", "alarmkit.realruns", "alarmkit.plots", "alarmkit.report",
+             "alarmkit.faults", "alarmkit.invariants"]
+    private = []
+    for face in faces:
+        mod = importlib.import_module(face)
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            where = getattr(obj, "__module__", None)
+            if (isinstance(obj, type) or callable(obj)) and isinstance(where, str) and where.startswith("alarmkit"):
+                if not is_public_path(where):
+                    private.append(f"{face}.{name}: {where}")
+                else:
+                    assert getattr(importlib.import_module(where), obj.__name__, None) is obj, f"{face}.{name}"
+    assert not private, "public names reporting private modules: " + ", ".join(private)
+    assert repr(ak.Simulation) == "<class 'alarmkit.runtime.Simulation'>"
+
+
+def test_every_error_is_exported_and_documented():
+    import alarmkit as ak
+    from alarmkit import errors
+
+    classes = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, ak.AlarmkitError)}
+    assert classes == set(errors.__all__), "alarmkit.errors.__all__ must list every error class"
+    assert classes <= set(ak.__all__), f"errors not exported by alarmkit: {sorted(classes - set(ak.__all__))}"
+    docs = (ROOT / "docs" / "errors.md").read_text()
+    assert not [c for c in classes if f"`{c}`" not in docs], "errors missing from docs/errors.md"
+
+
+def test_documented_import_paths_still_work():
+    import importlib
+
+    for path, name in [("alarmkit.plots", "timeline"), ("alarmkit.report", "export_html"),
+                       ("alarmkit.widgets", "Explorer"), ("alarmkit.journal", "Journal"),
+                       ("alarmkit.explore", "explore"), ("alarmkit.runtime", "Simulation"),
+                       ("alarmkit.faults", "FaultPlan"), ("alarmkit.invariants", "check"),
+                       ("alarmkit.realruns", "import_file"), ("alarmkit.calibrate", "calibrate"),
+                       ("alarmkit.profiles", "PROFILES"), ("alarmkit.facets", "AlarmProxyParent")]:
+        assert hasattr(importlib.import_module(path), name), f"{path}.{name}"
+    import alarmkit.plots
+    import alarmkit.viz.plots
+
+    assert alarmkit.plots is alarmkit.viz.plots  # one module, two paths: monkeypatching either works
+
+
+# the runtime core: the kernel's and the runtime's private modules
+RUNTIME_CORE = {m for m in modules() if wing_of(m) in ("kernel", "runtime") and not is_public_path(m)}
 
 
 def attribute_reads(path: Path, attr: str) -> list[int]:
@@ -160,7 +269,7 @@ def attribute_reads(path: Path, attr: str) -> list[int]:
 def test_only_the_runtime_core_touches_alarm_backends():
     """Checkers read a run's final alarms through ``Simulation.alarms()``, not a host's backend."""
     outside = {m: lines for m, p in modules().items()
-               if m.split(".")[-1] not in RUNTIME_CORE and (lines := attribute_reads(p, "alarm_backend"))}
+               if m not in RUNTIME_CORE and (lines := attribute_reads(p, "alarm_backend"))}
     assert not outside, f"modules outside the runtime core reading .alarm_backend: {outside}"
 
 
@@ -220,7 +329,7 @@ def test_profiles_are_immutable_and_the_celld_scheduler_leaves_the_profile_alone
     with pytest.raises(ak.AlarmkitError, match=r"^profile .celld. setting waker_tick_ms must be an int of ms .*, got bool True$"):
         ak.PROFILES["celld"].replace(waker_tick_ms=True)
     assert ak.PROFILES["celld"].idle_evict_ms == 3_600_000
-    celld = (PKG / "_celld.py").read_text()
+    celld = (PKG / "runtime" / "_celld.py").read_text()
     assert "sim.profile =" not in celld and ".profile = " not in celld.replace("self.profile = sim.profile", "")
     sim.configure(resident_ms=5_000)  # before anything ran: a new scheduler for the new profile
     assert sim.scheduler.profile is sim.profile and sim.profile.idle_evict_ms == 5_000
@@ -251,16 +360,16 @@ def calls_in(path: Path, func: str) -> set[str]:
 
 
 def test_facet_hosting_reuses_the_runtime_and_the_proxy_is_public_code():
-    facets = PKG / "_facets.py"
+    facets = PKG / "runtime" / "_facets.py"
     # a facet RPC is Simulation.rpc (with the stub's check); aborting a facet is Host.evict
     assert "rpc" in calls_in(facets, "__getattr__") and "ensure_live" not in facets.read_text()
     assert calls_in(facets, "abort") & {"evict"} and "drop" not in calls_in(facets, "abort")
     # the user-level proxy lives in the public module and imports only public modules
     graph = import_graph()
-    assert not {m for m in graph["alarmkit.facets"] if m.split(".")[-1].startswith("_")}  # TYPE_CHECKING aside
+    assert not {m for m in graph["alarmkit.runtime.facets"] if m.split(".")[-1].startswith("_")}  # TYPE_CHECKING aside
     import alarmkit as ak
 
-    assert ak.AlarmProxyParent.__module__ == "alarmkit.facets" and ak.facet_alarm_state.__module__ == "alarmkit.facets"
+    assert ak.AlarmProxyParent.__module__ == "alarmkit.runtime.facets" == ak.facet_alarm_state.__module__
 
 
 def test_calibrate_has_one_command_line_and_no_names_of_top_level_modules():
@@ -280,20 +389,23 @@ def test_no_module_is_much_over_400_lines():
     assert not {m: n for m, n in sizes.items() if n > 450}
 
 
-def test_the_readme_package_map_matches_the_layout():
+def test_the_readme_package_map_is_the_folder_list():
+    """One row per wing, naming its folder; the floor's modules named on their row; nothing that is not there."""
     import re
 
     text = (ROOT / "README.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ") and "`alarmkit/" in line]
-    named = {m.split("/")[-1] for row in rows for m in re.findall(r"`([\w/.]+\.py)`", row)}
-    top = {p.name for p in PKG.glob("*.py")} - {"__init__.py", "__main__.py"}
-    assert not top - named, f"modules missing from the README's package map: {sorted(top - named)}"
-    everywhere = {p.name for p in PKG.rglob("*.py")}
-    assert not named - everywhere, f"the README's package map names missing files: {sorted(named - everywhere)}"
+    named = {m.rstrip("/") for row in rows for m in re.findall(r"`alarmkit/([\w/.]+)`", row)}
+    folders = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= named, f"wings missing from the README's package map: {sorted(folders - named)}"
+    floor = {m.split(".")[-1] + ".py" for m in FLOOR}
+    assert floor <= named, f"floor modules missing from the README's package map: {sorted(floor - named)}"
+    everywhere = {p.relative_to(PKG).as_posix() for p in PKG.rglob("*")} | folders
+    assert not named - everywhere, f"the README's package map names missing paths: {sorted(named - everywhere)}"
 
 
 # -- built-ins use the public API only ------------------------------------------------------------------------
-PRIVATE_RUNTIME = {f"alarmkit.{m}" for m in RUNTIME_CORE}
+PRIVATE_RUNTIME = RUNTIME_CORE
 # runtime internals without an underscore: what the scenario API replaces
 RUNTIME_INTERNALS = {"kernel", "hosts", "namespaces", "alarm_backend", "buffer", "log"}
 
@@ -302,7 +414,7 @@ def runtime_private_names() -> set[str]:
     """Every ``_name`` the runtime core defines on its classes (attributes, slots, methods)."""
     names: set[str] = set()
     for m in RUNTIME_CORE:
-        tree = ast.parse((PKG / f"{m}.py").read_text())
+        tree = ast.parse(modules()[m].read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                 names.add(node.attr)
@@ -351,10 +463,10 @@ def public_api_users() -> list[tuple[Path, str | None]]:
 
 def test_the_private_use_check_finds_what_it_looks_for(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from alarmkit._runtime import Simulation\nimport alarmkit._facets\n"
+    bad.write_text("from alarmkit.runtime._runtime import Simulation\nimport alarmkit.runtime._facets\n"
                    "def f(sim, ctx):\n    sim.kernel.call_at(1, print)\n    return ctx._host.db\n")
     assert sorted(private_runtime_uses(bad, None)) == [
-        "bad.py:1 imports alarmkit._runtime", "bad.py:2 imports alarmkit._facets",
+        "bad.py:1 imports alarmkit.runtime._runtime", "bad.py:2 imports alarmkit.runtime._facets",
         "bad.py:4 reads .kernel (sim.kernel)", "bad.py:5 reads ._host (ctx._host)"]
     ok = tmp_path / "ok.py"
     ok.write_text("class A:\n    def _mine(self):\n        return self._mine\n")

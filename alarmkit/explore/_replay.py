@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..journal.invariants import Report, check
 from ..scenarios import RunResult, run_scenario
@@ -11,12 +11,22 @@ from ..scenarios import RunResult, run_scenario
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go
 
-    from . import Counterexample
 
 __all__ = ["Comparison", "replay", "compare_with"]
 
 
-def replay(cx: Counterexample, journal: Any = None, scenario: str | None = None) -> RunResult:
+class Finding(Protocol):
+    """What a replay reads of a finding (``alarmkit.Counterexample`` has it): typed here so that
+    this module needs nothing of ``_findings``, which calls it."""
+
+    scenario: str
+    params: dict
+    seed: int
+    profile: str | None
+    plan: Any
+
+
+def replay(cx: Finding, journal: Any = None, scenario: str | None = None) -> RunResult:
     """Run ``cx`` again (its scenario, seed, parameters, profile and fault plan) into ``journal``;
     with ``scenario``, run that scenario under the same seed and plan instead (its own parameters)."""
     name = scenario or cx.scenario
@@ -28,7 +38,7 @@ def replay(cx: Counterexample, journal: Any = None, scenario: str | None = None)
 class Comparison:
     """A counterexample's run (``bad``) beside the correct variant's run under the same plan (``good``)."""
 
-    counterexample: Counterexample
+    counterexample: Finding
     bad: RunResult
     good: RunResult
     labels: tuple[str, str]
@@ -44,7 +54,7 @@ class Comparison:
         return compare({self.labels[0]: self.bad.events, self.labels[1]: self.good.events}, **kwargs)
 
 
-def compare_with(cx: Counterexample, correct: str, journal: Any = None,
+def compare_with(cx: Finding, correct: str, journal: Any = None,
                  labels: tuple[str, str] | None = None) -> Comparison:
     """Replay ``cx`` and the ``correct`` scenario under the same seed and plan into ``journal``."""
     bad = replay(cx, journal)

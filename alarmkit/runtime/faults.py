@@ -380,3 +380,8 @@ def _index(values: Any) -> dict[Any, tuple[int, ...]]:
 
 def _usual_max(latency: Latency) -> int:
     return latency.ms if latency.kind == "fixed" else latency.hi
+
+
+from .._public import publish as _publish  # noqa: E402
+
+_publish(__name__, globals(), __all__)

@@ -232,7 +232,7 @@ def _is_date(value: Any) -> bool:
 # workerd-local's fire latency: how late (fire - scheduledTime, ms) each of the 27 ordinary first fires
 # was in the reference run alarmkit/calibrate/data/calibration-workerd-1.20261117.1.duckdb as committed in
 # git 1d27644 (npm workerd@1.20261117.1 on a quiet machine; retry_count 0, a future alarm, no restart, no
-# wake of an evicted object, no overlap probe: tests/test_latency_measured.py recomputes it from that
+# wake of an evicted object, no overlap probe: tests/runtime/test_latency_measured.py recomputes it from that
 # file): median 1 ms, 0..13 ms, replayed seeded. The reference recorded next, under load, saw median 2, up to 74
 
 MEASURED_FIRST_FIRES_MS = (0, 0, *[1] * 20, 2, 2, 2, 3, 13)

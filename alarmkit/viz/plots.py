@@ -330,3 +330,8 @@ def lateness(events: pd.DataFrame | Mapping[str, pd.DataFrame], runs: pd.DataFra
     fig.update_layout(template="plotly_white", font=_FONT, showlegend=False, height=180 + 60 * len(groups),
                       title=dict(text="lateness of fires", x=0.01, xanchor="left"), margin=dict(l=160, r=20, t=60, b=60))
     return fig
+
+
+from .._public import publish as _publish  # noqa: E402
+
+_publish(__name__, globals(), __all__)

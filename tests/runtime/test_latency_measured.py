@@ -19,7 +19,7 @@ NOT_ORDINARY = ("overlap_inside", "overlap_outside", "past", "restart_future", "
 # the reference run the sample comes from: recorded on a quiet machine, committed before the one that
 # added the gate and abort probes (recorded under load: median 2 ms, up to 74 ms); see profiles.py
 QUIET_REFERENCE = "1d27644:alarmkit/calibrate/data/calibration-workerd-1.20261117.1.duckdb"
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_measured_sample_is_the_quiet_reference_runs_ordinary_first_fires(tmp_path):

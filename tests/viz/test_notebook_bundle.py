@@ -25,7 +25,7 @@ pytest.importorskip("jupytext")
 pytest.importorskip("nbclient")
 pytest.importorskip("nbconvert")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 TITLE = '1 · <script>alert("t")</script> & co'
 NOTEBOOK = textwrap.dedent('''\

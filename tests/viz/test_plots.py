@@ -1,7 +1,7 @@
 """The figures' structure (traces, markers per kind, axes, hover text), from real runs' journals; not pixels.
 
 Plus the HTML export, the ``alarmkit export`` command and the demo's reports, without a browser
-(tests/test_report_browser.py opens them in Chromium).
+(tests/viz/test_report_browser.py opens them in Chromium).
 """
 
 import json

@@ -23,7 +23,7 @@ import pytest
 from alarmkit.viz import _notebook
 from alarmkit.viz.bundle import NBCONVERT_OFFLINE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"

@@ -15,7 +15,7 @@ from alarmkit.errors import AlarmkitError
 from alarmkit.journal import rows_to_frame
 from alarmkit.realruns.perfetto import export_perfetto, trace_events
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PHASES = {"X", "i", "M", "s", "f"}
 
 

@@ -15,7 +15,7 @@ from alarmkit import AlarmkitError, FaultPlan, Journal, explore, run_scenario
 from alarmkit.errors import PlanNotApplied
 from alarmkit.explore import results_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 QUICK = dict(seeds=3, crash_points=None, workers=1, progress=False)
 TYPO = FaultPlan(effect_throws=[{"effect": "revok"}, {"effect": "revoke"}],

@@ -15,7 +15,7 @@ from alarmkit.errors import AlarmkitError
 from alarmkit.realruns.importer import import_file, import_records
 from alarmkit.realruns.traces import read_records
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "data" / "real-runs"
 
 

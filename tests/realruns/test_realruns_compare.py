@@ -12,7 +12,7 @@ from alarmkit.viz.plots import compare
 from alarmkit.realruns.compare import align, differences, export_comparison
 from alarmkit.realruns.importer import import_file
 
-FIX = Path(__file__).resolve().parents[1] / "data" / "real-runs"
+FIX = Path(__file__).resolve().parents[2] / "data" / "real-runs"
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "01_lease_ledger_tour.py"
 KEEPALIVE = ROOT / "notebooks" / "05_guestbook_keepalive.py"
 

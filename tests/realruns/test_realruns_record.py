@@ -14,7 +14,7 @@ import pytest
 from alarmkit import Journal
 from alarmkit.realruns.record import JS_DIR, LAB_DIR, record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
