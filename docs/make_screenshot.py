@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from alarmkit import Journal, Simulation
-from alarmkit.viz.plots import timeline
-from alarmkit.viz.report import report_html
+from alarmkit.plots import timeline
+from alarmkit.report import report_html
 from alarmkit.scenarios.lease import LeaseLab
 
 HERE = Path(__file__).resolve().parent

@@ -31,9 +31,9 @@
 import inspect
 
 import alarmkit as ak
-from alarmkit.viz.plots import timeline
+from alarmkit.plots import timeline
 from alarmkit.scenarios.lease import LeaseLedger
-from alarmkit.viz.widgets import Explorer
+from alarmkit.widgets import Explorer
 
 # %% [markdown]
 # ## The ledger, line for line

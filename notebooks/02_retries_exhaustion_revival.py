@@ -37,9 +37,9 @@ import os
 import pandas as pd
 
 import alarmkit as ak
-from alarmkit.runtime.faults import FaultPlan
-from alarmkit.viz.plots import backoff_ladder, compare, timeline
-from alarmkit.viz.widgets import Explorer
+from alarmkit.faults import FaultPlan
+from alarmkit.plots import backoff_ladder, compare, timeline
+from alarmkit.widgets import Explorer
 
 # %% [markdown]
 # CI runs this notebook with `ALARMKIT_CI=1` and fewer seeds; the pictures are the same shape.

@@ -41,10 +41,10 @@ import inspect
 import pandas as pd
 
 import alarmkit as ak
-from alarmkit.runtime.facets import AlarmProxyParent
-from alarmkit.viz.plots import compare, timeline
+from alarmkit.facets import AlarmProxyParent
+from alarmkit.plots import compare, timeline
 from alarmkit.scenarios.keepalive import GuestbookFacetApp, GuestbookProxyApp
-from alarmkit.viz.widgets import Explorer
+from alarmkit.widgets import Explorer
 
 # %%
 journal = ak.Journal()

@@ -37,9 +37,9 @@ import inspect
 import pandas as pd
 
 import alarmkit as ak
-from alarmkit.viz.plots import compare, timeline
+from alarmkit.plots import compare, timeline
 from alarmkit.scenarios.keepalive import CRASH_LOOP_BUDGET, GuestbookProcessor, keepalive_lead_ms
-from alarmkit.viz.widgets import Explorer
+from alarmkit.widgets import Explorer
 
 # %%
 journal = ak.Journal()

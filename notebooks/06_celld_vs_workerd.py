@@ -36,8 +36,8 @@
 import pandas as pd
 
 import alarmkit as ak
-from alarmkit.viz.plots import compare, lateness
-from alarmkit.viz.widgets import Explorer
+from alarmkit.plots import compare, lateness
+from alarmkit.widgets import Explorer
 
 # %%
 journal = ak.Journal()

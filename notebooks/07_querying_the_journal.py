@@ -37,8 +37,8 @@ import duckdb
 import pandas as pd
 
 import alarmkit as ak
-from alarmkit.viz.plots import lateness, timeline
-from alarmkit.viz.report import export_html, export_run
+from alarmkit.plots import lateness, timeline
+from alarmkit.report import export_html, export_run
 
 # %% [markdown]
 # Outputs go to `out/` beside the notebook (git ignores it), or wherever `ALARMKIT_OUT` points

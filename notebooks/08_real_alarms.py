@@ -33,9 +33,9 @@ import os
 from pathlib import Path
 
 import alarmkit as ak
-from alarmkit.viz.plots import compare, lateness, timeline
+from alarmkit.plots import compare, lateness, timeline
 from alarmkit.realruns import differences, export_comparison, export_perfetto, fixture, import_file, since_start
-from alarmkit.viz.report import export_run
+from alarmkit.report import export_run
 
 # %%
 OUT = Path(os.environ.get("ALARMKIT_OUT", "out"))

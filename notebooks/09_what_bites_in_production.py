@@ -27,7 +27,7 @@
 
 # %%
 import alarmkit as ak
-from alarmkit.viz.plots import backoff_ladder, compare, timeline
+from alarmkit.plots import backoff_ladder, compare, timeline
 
 # %%
 journal = ak.Journal()
