@@ -8,7 +8,7 @@ from .errors import (
     HandlerTimeout, InjectedError, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
     RunawayError, ScenarioError, SqlError, UncountedFailure, WorkerdError,
 )
-from .errors import JsError, JsHostError
+from .errors import JsError, JsHostError, JsValueError
 from .faults import FaultPlan, Faults
 from .invariants import Obligation, Report, Violation, check, check_run
 from .explore import Counterexample, Exploration, FaultSpace, explore
@@ -27,5 +27,5 @@ __all__ = [
     "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
     "Aborted", "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
-    "JsError", "JsHostError",
+    "JsError", "JsHostError", "JsValueError",
 ]

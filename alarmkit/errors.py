@@ -27,6 +27,7 @@ __all__ = [
     "PlanNotApplied",
     "JsHostError",
     "JsError",
+    "JsValueError",
 ]
 
 
@@ -148,3 +149,8 @@ class JsError(AlarmkitError):
         super().__init__(message)
         self.js_name = js_name
         self.js_stack = js_stack
+
+
+class JsValueError(InvalidValue):
+    """A value that cannot cross to JavaScript as JSON (NaN, infinity, bytes, an arbitrary object),
+    refused before it is sent, naming what can."""

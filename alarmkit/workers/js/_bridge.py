@@ -17,7 +17,7 @@ import itertools
 from typing import Any, Callable
 
 from ... import DurableObject, Future
-from ...errors import AlarmkitError, JsError, JsHostError
+from ...errors import AlarmkitError, JsError, JsHostError, JsValueError
 from ._compat import Request, Response
 from ._storage_ops import apply_op
 
@@ -151,8 +151,11 @@ class Bridge:
                 value = apply_op(self, r["op"])
             except Exception as err:  # noqa: BLE001 - the error goes back into JS, thrown where the read was
                 proc.send({"ok": False, "error": _error_info(err)})
-            else:
+                continue
+            try:
                 proc.send({"ok": True, "value": value})
+            except JsValueError as err:  # e.g. a REAL column holding NaN: thrown into JS, not sent
+                proc.send({"ok": False, "error": _error_info(err)})
 
     def apply(self, r: dict) -> None:
         for op in r["ops"]:
@@ -206,7 +209,10 @@ class Bridge:
             ok = True
         except Exception as err:  # noqa: BLE001 - it is thrown into the JS caller
             ok, value = False, _error_info(err)
-        self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
+        try:
+            self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
+        except JsValueError as err:  # the result cannot cross: the JS caller gets the error instead
+            self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
 
     async def _outbound(self, binding: str, key: str | None, method: str, args: list) -> Any:
         if binding in self.services:  # a stub the user gave: handler(Request) -> Response | dict | str

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...errors import JsHostError
+from ...errors import JsHostError, JsValueError
 
 __all__ = ["HOST_DIR", "MIN_NODE", "cache_dir", "find_node", "find_esbuild", "install", "NodeProcess"]
 
@@ -115,7 +115,12 @@ class NodeProcess:
             raise JsHostError(f"the JavaScript host did not start: {hello!r}")
 
     def send(self, msg: dict) -> None:
-        body = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        """Raises ``JsValueError`` (nothing sent) for a value JSON cannot carry to JavaScript."""
+        try:
+            body = json.dumps(msg, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as err:
+            raise JsValueError(f"values cross to JavaScript as JSON, and this one cannot ({err}); pass "
+                               "strings, finite numbers, bools, None, lists and dicts with string keys") from None
         data = struct.pack("<I", len(body)) + body
         self.round_trips += 1
         try:
