@@ -535,6 +535,7 @@ async function bundle(entry, esbuildPath) {
   const cf = new URL("./cloudflare-workers.mjs", import.meta.url).href;
   const out = await (esbuild.build || esbuild.default.build)({
     entryPoints: [entry],
+    absWorkingDir: entry.slice(0, entry.lastIndexOf("/")) || "/",
     bundle: true,
     write: false,
     format: "esm",
