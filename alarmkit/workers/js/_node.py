@@ -22,6 +22,7 @@ __all__ = ["HOST_DIR", "MIN_NODE", "cache_dir", "find_node", "find_esbuild", "in
 
 HOST_DIR = Path(__file__).resolve().parent / "host"
 MIN_NODE = 18  # node:fs readSync on a pipe, ES modules from data: URLs, global Request/Response (Node 18)
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # made once: json.dumps(**kw) makes one per call
 ANSWER_S = 60.0  # wall-clock seconds one message may take before the host is declared hung
 
 
@@ -117,7 +118,7 @@ class NodeProcess:
     def send(self, msg: dict) -> None:
         """Raises ``JsValueError`` (nothing sent) for a value JSON cannot carry to JavaScript."""
         try:
-            body = json.dumps(msg, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            body = _encode(msg).encode("utf-8")
         except (TypeError, ValueError) as err:
             raise JsValueError(f"values cross to JavaScript as JSON, and this one cannot ({err}); pass "
                                "strings, finite numbers, bools, None, lists and dicts with string keys") from None

@@ -679,10 +679,13 @@ function dispatch(msg) {
   }
 }
 
+let busyNs = 0n; // the host's own time per message: from the message read to its report sent
+let began = 0n;
 function finish() {
   const r = report;
   report = newReport();
   send(r);
+  busyNs += process.hrtime.bigint() - began;
   loop();
 }
 
@@ -696,6 +699,11 @@ function loop() {
     return;
   }
   if (msg.t === "exit") process.exit(0);
+  if (msg.t === "stats") {
+    send({ t: "stats", busy_ms: Number(busyNs / 1000n) / 1000 });
+    return loop();
+  }
+  began = process.hrtime.bigint();
   try {
     dispatch(msg);
   } catch (e) {
