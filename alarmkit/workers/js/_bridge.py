@@ -86,7 +86,11 @@ def _rpc_method(name: str) -> Callable:
 
 
 class Bridge:
-    """One simulation's JavaScript host: the Node process, its live instances and pending promises."""
+    """One simulation's JavaScript host: the Node process, its live instances and pending promises.
+
+    The object's own tasks it starts are named as fault plans name tasks (``rpc:<what>``): a JS timer
+    ``rpc:timer``, an outbound call ``rpc:out:<BINDING>.<method>``, a waitUntil ``rpc:waitUntil``;
+    so ``explore`` can crash an object at their awaits as it does at an RPC's."""
 
     def __init__(self, sim: Any, proc: Any, services: dict[str, Callable]) -> None:
         self.sim = sim
@@ -174,9 +178,9 @@ class Bridge:
             if task is not None and not task.done():
                 task.kill(AlarmkitError(f"timer {tid} was cleared"))
         for tid, iid, ms in r["timers"]:
-            self.timers[tid] = self._start(iid, self._timer(tid, ms), "setTimeout")
+            self.timers[tid] = self._start(iid, self._timer(tid, ms), "rpc:timer")
         for nid, iid, binding, key, method, args in r["calls"]:
-            self._start(iid, self._call(nid, iid, binding, key, method, args), f"call:{binding}.{method}")
+            self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{binding}.{method}")
 
     def _start(self, iid: int | None, coro: Any, name: str) -> Any:
         if iid is None:
@@ -196,7 +200,7 @@ class Bridge:
         if kind == "bcw":
             obj.ctx.block_concurrency_while(lambda: self._wait(key))
         else:
-            obj.ctx.wait_until(self._wait(key))
+            obj.ctx.start(self._wait(key), "rpc:waitUntil")  # ctx.wait_until, named as fault plans accept
 
     async def _timer(self, tid: int, ms: int) -> None:
         await self.sim.kernel.sleep(ms)
@@ -205,7 +209,7 @@ class Bridge:
 
     async def _call(self, nid: int, iid: int | None, binding: str, key: str | None, method: str, args: list) -> None:
         try:
-            value = await self._outbound(binding, key, method, args)
+            value = await self._outbound(None if iid is None else self.instances.get(iid), binding, key, method, args)
             ok = True
         except Exception as err:  # noqa: BLE001 - it is thrown into the JS caller
             ok, value = False, _error_info(err)
@@ -214,9 +218,14 @@ class Bridge:
         except JsValueError as err:  # the result cannot cross: the JS caller gets the error instead
             self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
 
-    async def _outbound(self, binding: str, key: str | None, method: str, args: list) -> Any:
+    async def _outbound(self, obj: JsObject | None, binding: str, key: str | None, method: str, args: list) -> Any:
         if binding in self.services:  # a stub the user gave: handler(Request) -> Response | dict | str
             d = args[0]
+            if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
+                # workerd's output gate holds a subrequest until the writes before it are confirmed
+                # (src/workerd/io/io-gate.h): the request leaves after the commit, and a crash can fall between
+                await self.sim.kernel.checkpoint(None)
+                await obj.ctx.effect(binding, d["url"], method=d["method"])
             out = self.services[binding](Request(d["url"], d["method"], d["headers"], d["body"]))
             if inspect.isawaitable(out):
                 out = await out
