@@ -68,7 +68,7 @@ class JsObject(DurableObject):
             raise fut.exception()
 
     async def alarm(self, info: Any) -> None:
-        await self._bridge.event(self, {"t": "alarm", "iid": self._iid, "info": [info.retry_count]})
+        await self._bridge.event(self, {"t": "alarm", "iid": self._iid, "info": [info.retry_count, info.scheduled_time]})
 
     async def fetch(self, url: str, method: str = "GET", headers: Any = None, body: str | bytes | None = None) -> Response:
         """``stub.fetch(url, method=, headers=, body=)``: the object's ``fetch(request)``; a ``Response``."""
@@ -180,7 +180,7 @@ class Bridge:
         for tid, iid, ms in r["timers"]:
             self.timers[tid] = self._start(iid, self._timer(tid, ms), "rpc:timer")
         for nid, iid, binding, key, method, args in r["calls"]:
-            self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{binding}.{method}")
+            self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{binding or 'storage'}.{method}")
 
     def _start(self, iid: int | None, coro: Any, name: str) -> Any:
         if iid is None:
@@ -218,7 +218,11 @@ class Bridge:
         except JsValueError as err:  # the result cannot cross: the JS caller gets the error instead
             self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
 
-    async def _outbound(self, obj: JsObject | None, binding: str, key: str | None, method: str, args: list) -> Any:
+    async def _outbound(self, obj: JsObject | None, binding: str | None, key: str | None, method: str, args: list) -> Any:
+        if binding is None:  # storage.sync(): this task's suspension is a commit point, then it resolves
+            if obj is None:
+                raise AlarmkitError("storage.sync() outside a Durable Object")
+            return await obj.ctx.storage.sync()
         if binding in self.services:  # a stub the user gave: handler(Request) -> Response | dict | str
             d = args[0]
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there

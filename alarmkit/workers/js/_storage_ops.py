@@ -108,7 +108,7 @@ def apply_op(bridge: Bridge, op: list) -> Any:
     elif kind == "tx":
         _tx(obj, op[2])
     elif kind == "abort":
-        obj.ctx.abort(op[2])
+        obj.ctx.abort(op[2], retry_alarm=bool(op[3]))
     else:
         raise AlarmkitError(f"the JavaScript host sent an unknown storage operation {kind!r}")
     return None

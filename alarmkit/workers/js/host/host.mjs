@@ -382,7 +382,10 @@ class Storage {
       throw e;
     }
   }
-  async sync() {}
+  sync() {
+    // resolves in a later turn, once the writes so far are committed (workerd: after the flush)
+    return outbound(null, null, "sync", []);
+  }
   async getAlarm() {
     return syncOp(["getAlarm", this._iid]);
   }
@@ -421,8 +424,9 @@ class DurableObjectState {
   waitUntil(promise) {
     waitFor("waitUntil", Promise.resolve(promise));
   }
-  abort(reason) {
-    report.ops.push(["abort", this._iid, reason === undefined ? "aborted" : show(reason)]);
+  abort(reason, options) {
+    const retry = !(options && options.retryAlarm === false); // workerd PR 6996: abort(reason, {retryAlarm})
+    report.ops.push(["abort", this._iid, reason === undefined ? "aborted" : show(reason), retry]);
     throw new Error(`Durable Object aborted: ${reason === undefined ? "aborted" : show(reason)}`);
   }
 }
@@ -630,7 +634,8 @@ function dispatch(msg) {
     case "alarm": {
       CUR = msg.iid;
       const obj = instance(msg.iid);
-      const info = { retryCount: msg.info[0], isRetry: msg.info[0] > 0 };
+      // workerd's AlarmInvocationInfo (src/workerd/api/actor-state.h): retryCount, isRetry, scheduledTime (ms)
+      const info = { retryCount: msg.info[0], isRetry: msg.info[0] > 0, scheduledTime: msg.info[1] };
       return track("p" + msg.pid, attempt(() => {
         if (typeof obj.alarm !== "function") throw new Error("alarm() is not defined on this Durable Object class");
         return obj.alarm(info);
