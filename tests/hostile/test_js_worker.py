@@ -130,3 +130,21 @@ def test_generated_module_text_never_hangs_or_crashes(tmp_path, body):
         assert sim.call(w.env.A.getByName("a").ping()) == 1
     except ak.AlarmkitError as err:  # the generated text may leave a bad global behind; never another error
         one_clean_line(err)
+
+
+def test_a_synchronous_endless_loop_is_stopped_not_a_hang(monkeypatch, tmp_path):
+    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", "2")
+    p = write(tmp_path, "w.js", "export class A { spin() { for (;;) {} } }\n")
+    sim = ak.Simulation()
+    w = load(sim, p, {"A": "A"})
+    with pytest.raises(ak.JsHostError) as err:
+        sim.call(w.env.A.getByName("a").spin())
+    assert "did not answer within 2 s of wall-clock time" in one_clean_line(err.value)
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "-3", "1e9"])
+def test_bad_host_timeout_setting_is_refused(monkeypatch, tmp_path, value):
+    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", value)
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    with pytest.raises(ak.JsHostError, match=r"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in \(0, 86400\]"):
+        load(ak.Simulation(), p, {"A": "A"})

@@ -162,24 +162,26 @@ class Bridge:
                 proc.send({"ok": False, "error": _error_info(err)})
 
     def apply(self, r: dict) -> None:
-        for op in r["ops"]:
+        """Apply a turn's report (host.mjs leaves out its empty lists)."""
+        get = r.get
+        for op in get("ops", ()):
             apply_op(self, op)
-        for nid, iid, kind in r["waits"]:
+        for nid, iid, kind in get("waits", ()):
             self._wait_for(f"n{nid}", iid, kind)
-        for key, ok, value in r["done"]:
+        for key, ok, value in get("done", ()):
             fut = self.future(key)
             if not fut.done():
                 if ok:
                     fut.set_result(value)
                 else:
                     fut.set_exception(_js_error(value))
-        for tid in r["clear"]:
+        for tid in get("clear", ()):
             task = self.timers.pop(tid, None)
             if task is not None and not task.done():
                 task.kill(AlarmkitError(f"timer {tid} was cleared"))
-        for tid, iid, ms in r["timers"]:
+        for tid, iid, ms in get("timers", ()):
             self.timers[tid] = self._start(iid, self._timer(tid, ms), "rpc:timer")
-        for nid, iid, binding, key, method, args in r["calls"]:
+        for nid, iid, binding, key, method, args in get("calls", ()):
             self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{binding or 'storage'}.{method}")
 
     def _start(self, iid: int | None, coro: Any, name: str) -> Any:

@@ -23,7 +23,18 @@ __all__ = ["HOST_DIR", "MIN_NODE", "cache_dir", "find_node", "find_esbuild", "in
 HOST_DIR = Path(__file__).resolve().parent / "host"
 MIN_NODE = 18  # node:fs readSync on a pipe, ES modules from data: URLs, global Request/Response (Node 18)
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # made once: json.dumps(**kw) makes one per call
-ANSWER_S = 60.0  # wall-clock seconds one message may take before the host is declared hung
+
+def _answer_s() -> float:
+    """Wall-clock seconds one message may take before the host is declared hung (a synchronous endless
+    loop in the module): 60, or ``$ALARMKIT_JSHOST_TIMEOUT_S``."""
+    text = os.environ.get("ALARMKIT_JSHOST_TIMEOUT_S", "60")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86_400:
+        raise JsHostError(f"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in (0, 86400], got {text!r}; unset it for 60")
+    return value
 
 
 def cache_dir() -> Path:
@@ -97,6 +108,7 @@ class NodeProcess:
     """One ``node host.mjs`` process; ``send(msg)`` and ``recv()`` exchange JSON messages."""
 
     def __init__(self, node: str) -> None:
+        self.answer_s = _answer_s()
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         self._err = tempfile.TemporaryFile()  # no name: Node's own messages, shown when it dies
@@ -139,11 +151,11 @@ class NodeProcess:
     def _read(self, n: int) -> bytes:
         buf = self._buf
         while len(buf) < n:
-            ready, _, _ = select.select([self._in], [], [], ANSWER_S)
+            ready, _, _ = select.select([self._in], [], [], self.answer_s)
             if not ready:
                 self.close()
                 raise JsHostError(
-                    f"the JavaScript host did not answer within {ANSWER_S:.0f} s of wall-clock time (a synchronous "
+                    f"the JavaScript host did not answer within {self.answer_s:g} s of wall-clock time (a synchronous "
                     "endless loop in the worker's code?); its process was stopped and this simulation cannot go on")
             chunk = os.read(self._in, max(65536, n - len(buf)))
             if not chunk:
