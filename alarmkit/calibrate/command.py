@@ -87,7 +87,7 @@ def _check_journal(db: str) -> None:
 
 
 def _recheck_js(recorded):
-    from ..workers.js.fidelity import recheck_js  # Node and esbuild: JsHostError (exit 2) when missing
+    from ..workers.js.fidelity import recheck_js
 
     return recheck_js(recorded)
 
@@ -111,6 +111,10 @@ def run_command(args: argparse.Namespace) -> int:
         output_file(args.record_reference, "--record-reference", replaceable=_is_calibration, what="calibration")
     if args.db is not None and args.reference is None:
         _check_journal(args.db)
+    if args.js_host:
+        from ..workers.js import ensure
+
+        ensure()  # Node 18+ and esbuild, or one JsHostError (exit 2) before any probe
 
     def say(msg: str) -> None:
         print(f"[calibrate] {msg}", file=sys.stderr, flush=True)

@@ -148,3 +148,19 @@ def test_bad_host_timeout_setting_is_refused(monkeypatch, tmp_path, value):
     p = write(tmp_path, "w.js", "export class A {}\n")
     with pytest.raises(ak.JsHostError, match=r"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in \(0, 86400\]"):
         load(ak.Simulation(), p, {"A": "A"})
+
+
+def test_calibrate_js_host_without_node_is_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "ALARMKIT_NODE"}
+    env.update(PATH=str(tmp_path), PYTHONPATH=str(root))
+    p = subprocess.run([sys.executable, "-m", "alarmkit", "calibrate", "--reference", "--js-host"], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs Node.js 18 or newer" in lines[0] and not CONTROL.search(p.stderr)
+    assert list(tmp_path.iterdir()) == []

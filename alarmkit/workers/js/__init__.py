@@ -18,7 +18,7 @@ from ._bridge import Bridge, _request_dict, _response
 from ._compat import Request, Response, Worker
 from ._node import NodeProcess, cache_dir, find_esbuild, find_node, install
 
-__all__ = ["load", "install", "available", "Worker", "Request", "Response"]
+__all__ = ["load", "install", "available", "ensure", "Worker", "Request", "Response"]
 
 SUFFIXES = (".js", ".mjs", ".ts", ".mts")
 
@@ -32,6 +32,13 @@ def available() -> str | None:
     if find_esbuild() is None:
         return f"esbuild is not installed in {cache_dir()} (python -c 'import alarmkit.workers.js as j; j.install()')"
     return None
+
+
+def ensure() -> tuple[str, Path]:
+    """Node (18+) and esbuild (installed from npm into the cache if missing): ``(node, esbuild entry)``;
+    raises ``JsHostError`` naming what is missing and how to get it."""
+    node = find_node()
+    return node, find_esbuild() or install()
 
 
 class JsNamespace:
@@ -96,8 +103,7 @@ def load(sim: Any, path: str | os.PathLike, bindings: dict[str, Any] | None = No
         raise AlarmkitError("this simulation already runs a JavaScript worker (one per simulation); make a new Simulation")
     if compat is not None and compat != sim.profile.compatibility_date:
         sim.configure(compatibility_date=compat)
-    node = find_node()
-    esbuild = find_esbuild() or install()
+    node, esbuild = ensure()
     proc = NodeProcess(node)
     weakref.finalize(sim, _close, proc)
     bridge = Bridge(sim, proc, services)
