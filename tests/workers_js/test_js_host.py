@@ -106,6 +106,13 @@ def test_set_alarm_refusals_as_workerd(probe):
     assert sim.call(p.kv())["del0"] is False                              # the host still answers
 
 
+def test_an_unhandled_rejection_is_journaled_not_fatal(probe):
+    sim, _, p = probe
+    assert sim.call(p.forgotten()) == 1
+    assert detail(sim, "console") == [(0, {"level": "error", "text": "Uncaught (in promise) RangeError: nobody awaits me"})]
+    assert sim.call(p.forgotten()) == 1                                    # the host is still there
+
+
 def test_a_call_that_never_settles_is_a_deadlock_not_a_hang(probe):
     sim, _, p = probe
     with pytest.raises(ak.AlarmkitError, match="deadlock"):

@@ -102,6 +102,11 @@ export class Probe extends DurableObject {
     return this.env.NOPE;
   }
 
+  forgotten() {
+    Promise.reject(new RangeError("nobody awaits me"));
+    return 1;
+  }
+
   async never() {
     await new Promise(() => {});
   }

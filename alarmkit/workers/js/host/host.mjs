@@ -221,5 +221,10 @@ function loop() {
   nodeSetImmediate(finish);
 }
 
+// workerd logs an unhandled rejection and carries on; Node would end the process: journal it instead
+process.on("unhandledRejection", (e) => {
+  S.report.ops.push(["console", S.cur, "error", `Uncaught (in promise) ${show(e)}`]);
+});
+
 send({ t: "ready", node: process.versions.node });
 loop();
