@@ -104,7 +104,11 @@ function construct(msg) {
   const ctx = new DurableObjectState(msg.iid, id);
   const rec = { obj: null, ctx };
   instances.set(msg.iid, rec);
-  if (msg.drop !== null) instances.delete(msg.drop); // the instance this one replaces is gone
+  if (msg.drop !== null) {
+    // the instance this one replaces is gone (crashed, evicted, restarted): so are its timers
+    instances.delete(msg.drop);
+    for (const [id, t] of timers) if (t.iid === msg.drop) timers.delete(id);
+  }
   try {
     rec.obj = new cls(ctx, env);
     S.report.done.push(["p" + msg.pid, true, null]);
@@ -178,10 +182,6 @@ function dispatch(msg) {
       else p.reject(jsError(msg.value));
       return;
     }
-    case "drop":
-      instances.delete(msg.iid);
-      for (const [id, t] of timers) if (t.iid === msg.iid) timers.delete(id);
-      return;
     default:
       throw new Error(`internal: unknown message ${msg.t}`);
   }
