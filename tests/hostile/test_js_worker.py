@@ -8,8 +8,11 @@ import stat
 
 import alarmkit as ak
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # the dev extra brings it (pyproject.toml); without it only the generated test is skipped
+    given = None
 
 from alarmkit.workers.js import available, load
 
@@ -114,22 +117,26 @@ def test_one_worker_per_simulation(tmp_path):
         load(sim, p, {"B": "A"})
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
-def test_generated_module_text_never_hangs_or_crashes(tmp_path, body):
-    p = tmp_path / "gen.js"
-    p.write_text(body + "\nexport class A { ping() { return 1; } }\n")
-    try:
-        w = load(ak.Simulation(), p, {"A": "A"})
-    except ak.AlarmkitError as err:
-        assert isinstance(err, ak.JsHostError)
-        one_clean_line(err)
-        return
-    sim = w.env.A.getByName("a")._sim
-    try:
-        assert sim.call(w.env.A.getByName("a").ping()) == 1
-    except ak.AlarmkitError as err:  # the generated text may leave a bad global behind; never another error
-        one_clean_line(err)
+if given is None:
+    def test_generated_module_text_never_hangs_or_crashes():
+        pytest.skip("hypothesis is not installed (pip install -e .[dev])")
+else:
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(body=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
+    def test_generated_module_text_never_hangs_or_crashes(tmp_path, body):
+        p = tmp_path / "gen.js"
+        p.write_text(body + "\nexport class A { ping() { return 1; } }\n")
+        sim = ak.Simulation()
+        try:
+            w = load(sim, p, {"A": "A"})
+        except ak.AlarmkitError as err:
+            assert isinstance(err, ak.JsHostError)
+            one_clean_line(err)
+            return
+        try:
+            assert sim.call(w.env.A.getByName("a").ping()) == 1
+        except ak.AlarmkitError as err:  # the generated text may leave a bad global behind; never another error
+            one_clean_line(err)
 
 
 def test_a_synchronous_endless_loop_is_stopped_not_a_hang(monkeypatch, tmp_path):
