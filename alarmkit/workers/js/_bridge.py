@@ -102,12 +102,11 @@ class Bridge:
         self.live: dict[tuple[str, str], int] = {}  # (binding, object) -> its newest instance's iid
         self.futures: dict[str, Future] = {}
         self.timers: dict[int, Any] = {}  # JS timer id -> the task sleeping for it
-        self.turns = 0
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
         for m in methods:
-            if m not in ("alarm", "fetch") and m.isidentifier():
+            if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier():  # the first two forward themselves
                 body[m] = _rpc_method(m)
         return type(js_class, (JsObject,), body)
 
@@ -144,7 +143,6 @@ class Bridge:
         while True:
             r = proc.recv()
             if r["t"] == "turn":
-                self.turns += 1
                 self.apply(r)
                 return
             if r["t"] != "sync":
