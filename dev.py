@@ -178,6 +178,10 @@ def ensure_workerd(env: Env) -> None:
     rc = run([env.python, "-m", "alarmkit", "calibrate", "--install-only"], cwd=ROOT)
     if rc:
         say("workerd could not be installed from npm: the calibration tests will be skipped")
+    # the JavaScript host's esbuild (pinned by alarmkit/workers/js/host/package-lock.json, into ~/.cache)
+    rc = run([env.python, "-c", "from alarmkit.workers.js import install; install()"], cwd=ROOT)
+    if rc:
+        say("esbuild could not be installed from npm: the JavaScript host's tests will be skipped")
 
 
 def main(argv: list[str]) -> int:

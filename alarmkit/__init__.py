@@ -11,11 +11,8 @@ is exported here; ``alarmkit.plots``, ``alarmkit.report``, ``alarmkit.widgets``,
 """
 
 from ._version import __version__
-from .errors import (
-    Aborted, ActorBroken, AlarmkitError, AlarmTimeError, FacetAlarmError, FacetBroken, FacetsUnavailable, FaultPlanError,
-    HandlerTimeout, InjectedError, InternalError, InvalidValue, JournalLocked, JournalWriteError, ObjectCrashed,
-    PlanNotApplied, RunawayError, ScenarioError, SqlError, UncountedFailure, WorkerdError,
-)
+from .errors import *  # noqa: F403 - every error class: alarmkit.FacetBroken, ...
+from . import errors as _errors
 from .kernel import Kernel
 from .journal import EventRow, Journal
 from .journal.invariants import Obligation, Report, Violation, check, check_run
@@ -29,14 +26,12 @@ from .explore import Counterexample, Exploration, FaultSpace, explore
 from ._public import publish as _publish
 
 __all__ = [
-    "AlarmInfo", "AlarmkitError", "Inspector", "DurableObject", "DurableObjectState", "Faults", "Future", "HandlerTimeout",
-    "InjectedError", "InternalError", "Journal", "JournalLocked", "Kernel", "Latency", "ObjectCrashed", "PROFILES",
-    "Profile", "SCENARIOS", "ScenarioError", "Simulation", "SqlError", "Stub", "Task", "UncountedFailure",
-    "get_profile", "list_scenarios", "run_scenario", "scenario", "RunResult",
-    "FaultPlan", "FaultPlanError", "FaultSpace", "Obligation", "Report", "Violation", "check", "check_run",
-    "Counterexample", "Exploration", "explore", "EventRow",
-    "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
-    "Aborted", "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError", "PlanNotApplied",
+    "AlarmInfo", "Inspector", "DurableObject", "DurableObjectState", "Faults", "Future", "Journal", "Kernel",
+    "Latency", "PROFILES", "Profile", "SCENARIOS", "Simulation", "Stub", "Task", "get_profile",
+    "list_scenarios", "run_scenario", "scenario", "RunResult", "FaultPlan", "FaultSpace", "Obligation", "Report",
+    "Violation", "check", "check_run", "Counterexample", "Exploration", "explore", "EventRow", "AlarmProxyParent",
+    "facet_alarm_state",
+    *_errors.__all__,
 ]
 
 _publish("alarmkit", globals(), __all__)

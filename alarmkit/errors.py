@@ -25,6 +25,9 @@ __all__ = [
     "RunawayError",
     "JournalWriteError",
     "PlanNotApplied",
+    "JsHostError",
+    "JsError",
+    "JsValueError",
 ]
 
 
@@ -128,3 +131,26 @@ class PlanNotApplied(AlarmkitError):
     def __init__(self, message: str, exploration: object = None) -> None:
         super().__init__(message)
         self.exploration = exploration
+
+
+# -- a user's JavaScript worker (alarmkit/workers/js) ---------------------------------------------------------
+class JsHostError(AlarmkitError):
+    """The JavaScript host could not run a worker: Node.js missing or too old, esbuild not installed,
+    a module that does not build or load, a class named in ``bindings`` that it does not export, or a
+    host process that died or stopped answering. The message names the cause and the way out."""
+
+
+class JsError(AlarmkitError):
+    """An exception thrown by the user's JavaScript (a constructor, an RPC method, ``alarm()``, a
+    ``fetch`` handler): ``js_name`` (``TypeError``...), the message, and ``js_stack``. Thrown in
+    ``alarm()`` it is a counted failure, retried as workerd retries it."""
+
+    def __init__(self, message: str, js_name: str = "Error", js_stack: str = "") -> None:
+        super().__init__(message)
+        self.js_name = js_name
+        self.js_stack = js_stack
+
+
+class JsValueError(InvalidValue):
+    """A value that cannot cross to JavaScript as JSON (NaN, infinity, bytes, an arbitrary object),
+    refused before it is sent, naming what can."""

@@ -37,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--probe", dest="names", action="append", default=None, metavar="NAME",
                    help="run only this probe (repeatable); default: every quick probe (and the long ones with --long)")
     p.add_argument("--parallel", type=int, default=4, help="probes run at once on the shared workerd; default 4")
+    p.add_argument("--js-host", action="store_true",
+                   help="simulate with the twin's own worker.js under alarmkit's JavaScript host (Node) instead of its Python twin")
 
 
 def install_only() -> int:
@@ -84,6 +86,12 @@ def _check_journal(db: str) -> None:
         output_file(db, "--db")
 
 
+def _recheck_js(recorded):
+    from ..workers.js.fidelity import recheck_js
+
+    return recheck_js(recorded)
+
+
 def run_command(args: argparse.Namespace) -> int:
     from .._paths import output_file
     from ..viz.report import is_report
@@ -103,6 +111,10 @@ def run_command(args: argparse.Namespace) -> int:
         output_file(args.record_reference, "--record-reference", replaceable=_is_calibration, what="calibration")
     if args.db is not None and args.reference is None:
         _check_journal(args.db)
+    if args.js_host:
+        from ..workers.js import ensure
+
+        ensure()  # Node 18+ and esbuild, or one JsHostError (exit 2) before any probe
 
     def say(msg: str) -> None:
         print(f"[calibrate] {msg}", file=sys.stderr, flush=True)
@@ -115,8 +127,9 @@ def run_command(args: argparse.Namespace) -> int:
                 raise AlarmkitError(f"probe(s) {missing} are not in the recorded run {args.reference or 'committed'}; "
                                     f"it holds {list(recorded.observed)}")
             recorded.observed = {n: r for n, r in recorded.observed.items() if n in args.names}
-        say(f"comparing today's simulator with the run recorded on {recorded.workerd} at {recorded.created_at}")
-        cal = recheck(recorded)
+        side = "worker.js under the JavaScript host" if args.js_host else "today's simulator"
+        say(f"comparing {side} with the run recorded on {recorded.workerd} at {recorded.created_at}")
+        cal = _recheck_js(recorded) if args.js_host else recheck(recorded)
     else:
         if find_workerd() is None and not (shutil.which("node") and shutil.which("npm")):
             raise WorkerdError("workerd is not installed, and Node.js/npm are not on PATH to install it. "
@@ -126,6 +139,9 @@ def run_command(args: argparse.Namespace) -> int:
         cal = calibrate(long=args.long, db=args.db, names=args.names, parallel=args.parallel, say=say)
         if args.record_reference is not None:
             say(f"wrote the reference run {write_reference(cal, args.record_reference or None)}")
+        if args.js_host:
+            say("simulating the same probes with worker.js under the JavaScript host")
+            cal = _recheck_js(cal)
     if args.out:
         say(f"wrote {write_html(cal, args.out)}")
     if args.json:

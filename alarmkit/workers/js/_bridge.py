@@ -1,0 +1,248 @@
+"""The Python side of the JavaScript host: each JS Durable Object class is bound as a Python
+``DurableObject`` class whose methods forward to Node, so the simulation's own runtime delivers
+its calls and alarms (input gate, commit points, the alarm scheduler, journal, faults, restarts).
+
+One event goes to Node per message; Node runs it until its turn ends and reports (see host.mjs).
+The report is applied here, in the Python task that sent the event: its storage writes go to the
+object's storage at once (they commit when that task next suspends or ends, as every write does);
+a settled promise resolves the Future its Python caller awaits; a JS timer becomes one of the
+object's tasks sleeping on the virtual clock (so it dies with the instance); a call to another
+object becomes one of its tasks making an ordinary RPC through a stub.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from typing import Any, Callable
+
+from ...runtime import DurableObject, Future
+from ...errors import AlarmkitError, JsError, JsHostError, JsValueError
+from ._compat import Request, Response
+from ._storage_ops import apply_op
+
+__all__ = ["Bridge", "JsObject"]
+
+
+def _error_info(err: BaseException) -> dict:
+    if isinstance(err, JsError):
+        return {"name": err.js_name, "message": str(err)}
+    return {"name": type(err).__name__, "message": str(err)}
+
+
+def _js_error(info: dict) -> JsError:
+    return JsError(f"{info.get('name', 'Error')}: {info.get('message', '')}", info.get("name", "Error"), info.get("stack", ""))
+
+
+def _response(d: dict) -> Response:
+    return Response(d.get("body"), status=d.get("status", 200), headers=d.get("headers"))
+
+
+def _request_dict(req: Request) -> dict:
+    return {"url": req.url, "method": req.method, "headers": req.headers.items(), "body": req.body}
+
+
+class JsObject(DurableObject):
+    """A JS Durable Object as the simulation sees it (subclassed once per bound class by ``Bridge``)."""
+
+    _bridge: Bridge
+    _binding: str
+    _js_class: str
+
+    def __init__(self, ctx: Any, env: Any) -> None:
+        super().__init__(ctx, env)
+        bridge = self._bridge
+        self._iid = iid = next(bridge.iids)
+        bridge.instances[iid] = self
+        drop = bridge.live.get((self._binding, ctx.label))
+        bridge.live[(self._binding, ctx.label)] = iid
+        if drop is not None:
+            bridge.instances.pop(drop, None)
+        pid = next(bridge.pids)
+        fut = bridge.future(f"p{pid}")
+        bridge.exchange({"t": "new", "iid": iid, "pid": pid, "binding": self._binding, "cls": self._js_class,
+                         "name": str(ctx.id), "idname": ctx.id.name, "drop": drop})
+        bridge.futures.pop(f"p{pid}", None)
+        if fut.exception() is not None:  # the constructor threw: the instance never existed
+            bridge.instances.pop(iid, None)
+            raise fut.exception()
+
+    async def alarm(self, info: Any) -> None:
+        await self._bridge.event(self, {"t": "alarm", "iid": self._iid, "info": [info.retry_count, info.scheduled_time]})
+
+    async def fetch(self, url: str, method: str = "GET", headers: Any = None, body: str | bytes | None = None) -> Response:
+        """``stub.fetch(url, method=, headers=, body=)``: the object's ``fetch(request)``; a ``Response``."""
+        req = Request(url, method=method, headers=headers, body=body)
+        return _response(await self._bridge.event(self, {"t": "fetch", "iid": self._iid, "req": _request_dict(req)}))
+
+
+def _rpc_method(name: str) -> Callable:
+    async def method(self: JsObject, *args: Any) -> Any:
+        return await self._bridge.event(self, {"t": "call", "iid": self._iid, "method": name, "args": list(args)})
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"The JavaScript method {name}(...): arguments and result cross as JSON."
+    return method
+
+
+class Bridge:
+    """One simulation's JavaScript host: the Node process, its live instances and pending promises.
+
+    The object's own tasks it starts are named as fault plans name tasks (``rpc:<what>``): a JS timer
+    ``rpc:timer``, an outbound call ``rpc:out:<BINDING>.<method>``, a waitUntil ``rpc:waitUntil``;
+    so ``explore`` can crash an object at their awaits as it does at an RPC's."""
+
+    def __init__(self, sim: Any, proc: Any, services: dict[str, Callable]) -> None:
+        self.sim = sim
+        self.proc = proc
+        self.services = services
+        self.iids = itertools.count(1)
+        self.pids = itertools.count(1)
+        self.instances: dict[int, JsObject] = {}
+        self.live: dict[tuple[str, str], int] = {}  # (binding, object) -> its newest instance's iid
+        self.futures: dict[str, Future] = {}
+        self.timers: dict[int, Any] = {}  # JS timer id -> the task sleeping for it
+
+    def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
+        body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
+        for m in methods:
+            if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier():  # the first two forward themselves
+                body[m] = _rpc_method(m)
+        return type(js_class, (JsObject,), body)
+
+    # -- promises and events ---------------------------------------------------------------------
+    def future(self, key: str) -> Future:
+        fut = self.futures.get(key)
+        if fut is None:
+            fut = self.futures[key] = Future()
+        return fut
+
+    async def event(self, obj: JsObject | None, msg: dict) -> Any:
+        """Send one event (an RPC, an alarm, a fetch) and await the settling of its promise."""
+        pid = next(self.pids)
+        key = f"p{pid}"
+        msg["pid"] = pid
+        fut = self.future(key)
+        try:
+            self.exchange(msg)
+            return await fut
+        finally:
+            self.futures.pop(key, None)
+
+    async def _wait(self, key: str) -> Any:
+        try:
+            return await self.future(key)
+        finally:
+            self.futures.pop(key, None)
+
+    def exchange(self, msg: dict) -> None:
+        """Send ``msg``, answer the turn's synchronous reads, then apply its report."""
+        proc = self.proc
+        msg["now"] = self.sim.kernel.now
+        proc.send(msg)
+        while True:
+            r = proc.recv()
+            if r["t"] == "turn":
+                self.apply(r)
+                return
+            if r["t"] != "sync":
+                raise JsHostError(f"the JavaScript host sent an unexpected message {r.get('t')!r}")
+            try:
+                for op in r["ops"]:
+                    apply_op(self, op)
+                value = apply_op(self, r["op"])
+            except Exception as err:  # noqa: BLE001 - the error goes back into JS, thrown where the read was
+                proc.send({"ok": False, "error": _error_info(err)})
+                continue
+            try:
+                proc.send({"ok": True, "value": value})
+            except JsValueError as err:  # e.g. a REAL column holding NaN: thrown into JS, not sent
+                proc.send({"ok": False, "error": _error_info(err)})
+
+    def apply(self, r: dict) -> None:
+        """Apply a turn's report (host.mjs leaves out its empty lists)."""
+        get = r.get
+        for op in get("ops", ()):
+            apply_op(self, op)
+        for nid, iid, kind in get("waits", ()):
+            self._wait_for(f"n{nid}", iid, kind)
+        for key, ok, value in get("done", ()):
+            fut = self.future(key)
+            if not fut.done():
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(_js_error(value))
+        for tid in get("clear", ()):
+            task = self.timers.pop(tid, None)
+            if task is not None and not task.done():
+                task.kill(AlarmkitError(f"timer {tid} was cleared"))
+        for tid, iid, ms in get("timers", ()):
+            self.timers[tid] = self._start(iid, self._timer(tid, ms), "rpc:timer")
+        for nid, iid, binding, key, method, args in get("calls", ()):
+            self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{binding or 'storage'}.{method}")
+
+    def _start(self, iid: int | None, coro: Any, name: str) -> Any:
+        if iid is None:
+            return self.sim.spawn(coro, name)
+        obj = self.instances.get(iid)
+        if obj is None:
+            coro.close()
+            return None
+        return obj.ctx.start(coro, name)
+
+    def _wait_for(self, key: str, iid: int | None, kind: str) -> None:
+        obj = None if iid is None else self.instances.get(iid)
+        if obj is None:
+            if iid is None:
+                self.sim.spawn(self._wait(key), "waitUntil")
+            return
+        if kind == "bcw":
+            obj.ctx.block_concurrency_while(lambda: self._wait(key))
+        else:
+            obj.ctx.start(self._wait(key), "rpc:waitUntil")  # ctx.wait_until, named as fault plans accept
+
+    async def _timer(self, tid: int, ms: int) -> None:
+        await self.sim.kernel.sleep(ms)
+        self.timers.pop(tid, None)
+        self.exchange({"t": "timer", "id": tid})
+
+    async def _call(self, nid: int, iid: int | None, binding: str, key: str | None, method: str, args: list) -> None:
+        try:
+            value = await self._outbound(None if iid is None else self.instances.get(iid), binding, key, method, args)
+            ok = True
+        except Exception as err:  # noqa: BLE001 - it is thrown into the JS caller
+            ok, value = False, _error_info(err)
+        try:
+            self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
+        except JsValueError as err:  # the result cannot cross: the JS caller gets the error instead
+            self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
+
+    async def _outbound(self, obj: JsObject | None, binding: str | None, key: str | None, method: str, args: list) -> Any:
+        if binding is None:  # storage.sync(): this task's suspension is a commit point, then it resolves
+            if obj is None:
+                raise AlarmkitError("storage.sync() outside a Durable Object")
+            return await obj.ctx.storage.sync()
+        if binding in self.services:  # a stub the user gave: handler(Request) -> Response | dict | str
+            d = args[0]
+            if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
+                # workerd's output gate holds a subrequest until the writes before it are confirmed
+                # (src/workerd/io/io-gate.h): the request leaves after the commit, and a crash can fall between
+                await self.sim.kernel.checkpoint(None)
+                await obj.ctx.effect(binding, d["url"], method=d["method"])
+            out = self.services[binding](Request(d["url"], d["method"], d["headers"], d["body"]))
+            if inspect.isawaitable(out):
+                out = await out
+            if isinstance(out, str):
+                out = Response(out)
+            if isinstance(out, dict):
+                out = Response(out.get("body"), out.get("status", 200), out.get("headers"))
+            if not isinstance(out, Response):
+                raise AlarmkitError(f"the stub for env.{binding} returned {out!r}; return a Response, a dict or a str")
+            return {"status": out.status, "headers": out.headers.items(), "body": out.text()}
+        stub = self.sim.namespaces[binding].get(key)
+        if method == "fetch":
+            d = args[0]
+            res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
+            return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
+        return await getattr(stub, method)(*args)

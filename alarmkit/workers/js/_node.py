@@ -1,0 +1,187 @@
+"""Node.js for the JavaScript host: finding it (18 or newer), installing esbuild from npm into a
+cache directory (pinned by ``host/package-lock.json``, never into the repository), and one host
+process driven over two pipes (4-byte little-endian length, then JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...errors import JsHostError, JsValueError
+
+__all__ = ["HOST_DIR", "MIN_NODE", "cache_dir", "find_node", "find_esbuild", "install", "NodeProcess"]
+
+HOST_DIR = Path(__file__).resolve().parent / "host"
+MIN_NODE = 18  # node:fs readSync on a pipe, ES modules from data: URLs, global Request/Response (Node 18)
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # made once: json.dumps(**kw) makes one per call
+
+def _answer_s() -> float:
+    """Wall-clock seconds one message may take before the host is declared hung (a synchronous endless
+    loop in the module): 60, or ``$ALARMKIT_JSHOST_TIMEOUT_S``."""
+    text = os.environ.get("ALARMKIT_JSHOST_TIMEOUT_S", "60")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86_400:
+        raise JsHostError(f"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in (0, 86400], got {text!r}; unset it for 60")
+    return value
+
+
+def cache_dir() -> Path:
+    """Where esbuild is installed: ``$ALARMKIT_JSHOST_CACHE`` or ``~/.cache/alarmkit/jshost``."""
+    env = os.environ.get("ALARMKIT_JSHOST_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "alarmkit" / "jshost"
+
+
+def find_node() -> str:
+    """The ``node`` binary (``$ALARMKIT_NODE`` or PATH), checked to be version 18 or newer."""
+    node = os.environ.get("ALARMKIT_NODE") or shutil.which("node")
+    if not node:
+        raise JsHostError("running a JavaScript worker needs Node.js 18 or newer: `node` is not on PATH "
+                          "(install it, e.g. `conda env create -f environment.yml`, or set ALARMKIT_NODE)")
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise JsHostError(f"could not run {node} --version ({err}); install Node.js 18 or newer") from None
+    m = re.match(r"v(\d+)\.", out)
+    if not m or int(m.group(1)) < MIN_NODE:
+        raise JsHostError(f"running a JavaScript worker needs Node.js {MIN_NODE} or newer; {node} is {out or 'unknown'} "
+                          "(install a newer Node.js or point ALARMKIT_NODE at one)")
+    return node
+
+
+def find_esbuild(cache: Path | None = None) -> Path | None:
+    """esbuild's ES module entry under the cache, if installed at the pinned version."""
+    root = cache or cache_dir()
+    pinned = json.loads((HOST_DIR / "package.json").read_text())["dependencies"]["esbuild"]
+    pkg = root / "node_modules" / "esbuild" / "package.json"
+    try:
+        if json.loads(pkg.read_text()).get("version") != pinned:
+            return None
+    except (OSError, ValueError):
+        return None
+    entry = root / "node_modules" / "esbuild" / "lib" / "main.js"
+    return entry if entry.exists() else None
+
+
+def install(cache: Path | None = None, timeout: float = 600.0) -> Path:
+    """``npm ci`` of the host's pinned packages (esbuild) into ``cache``; returns esbuild's entry."""
+    root = cache or cache_dir()
+    found = find_esbuild(root)
+    if found is not None:
+        return found
+    npm = shutil.which("npm")
+    if not npm:
+        raise JsHostError("installing esbuild for the JavaScript host needs npm, which is not on PATH "
+                          "(install Node.js 18 or newer with npm)")
+    from ..._files import write_text  # the one way alarmkit writes a file
+
+    root.mkdir(parents=True, exist_ok=True)
+    ours = lambda p: p.name in ("package.json", "package-lock.json")  # noqa: E731 - the cache dir is alarmkit's own
+    for name in ("package.json", "package-lock.json"):
+        write_text(root / name, (HOST_DIR / name).read_text(), ours=ours, what="the JavaScript host's npm manifest")
+    cmd = [npm, "ci", "--prefix", str(root), "--no-audit", "--no-fund", "--loglevel=error"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise JsHostError(f"`{' '.join(cmd)}` timed out after {timeout:.0f} s") from None
+    found = find_esbuild(root)
+    if out.returncode or found is None:
+        raise JsHostError(f"`{' '.join(cmd)}` failed (exit {out.returncode}): {out.stderr.strip()[-500:]}")
+    return found
+
+
+class NodeProcess:
+    """One ``node host.mjs`` process; ``send(msg)`` and ``recv()`` exchange JSON messages."""
+
+    def __init__(self, node: str) -> None:
+        self.answer_s = _answer_s()
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        self._err = tempfile.TemporaryFile()  # no name: Node's own messages, shown when it dies
+        try:
+            self.proc = subprocess.Popen(
+                [node, "--no-warnings", str(HOST_DIR / "host.mjs"), str(to_r), str(from_w)],
+                pass_fds=(to_r, from_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err,
+            )
+        finally:
+            os.close(to_r)
+            os.close(from_w)
+        self._out, self._in = to_w, from_r
+        self._buf = bytearray()
+        self.round_trips = 0  # messages sent, for the benchmark's account of where the time goes
+        hello = self.recv()
+        if hello.get("t") != "ready":
+            raise JsHostError(f"the JavaScript host did not start: {hello!r}")
+
+    def send(self, msg: dict) -> None:
+        """Raises ``JsValueError`` (nothing sent) for a value JSON cannot carry to JavaScript."""
+        try:
+            body = _encode(msg).encode("utf-8")
+        except (TypeError, ValueError) as err:
+            raise JsValueError(f"values cross to JavaScript as JSON, and this one cannot ({err}); pass "
+                               "strings, finite numbers, bools, None, lists and dicts with string keys") from None
+        data = struct.pack("<I", len(body)) + body
+        self.round_trips += 1
+        try:
+            while data:
+                n = os.write(self._out, data)
+                data = data[n:]
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+
+    def recv(self) -> dict[str, Any]:
+        head = self._read(4)
+        (n,) = struct.unpack("<I", head)
+        return json.loads(self._read(n))
+
+    def _read(self, n: int) -> bytes:
+        buf = self._buf
+        while len(buf) < n:
+            ready, _, _ = select.select([self._in], [], [], self.answer_s)
+            if not ready:
+                self.close()
+                raise JsHostError(
+                    f"the JavaScript host did not answer within {self.answer_s:g} s of wall-clock time (a synchronous "
+                    "endless loop in the worker's code?); its process was stopped and this simulation cannot go on")
+            chunk = os.read(self._in, max(65536, n - len(buf)))
+            if not chunk:
+                raise self._died()
+            buf += chunk
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+
+    def _died(self) -> JsHostError:
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._err.seek(0)
+        tail = self._err.read().decode("utf-8", "replace").strip().splitlines()[-5:]
+        return JsHostError(f"the JavaScript host exited (code {self.proc.returncode}): {' | '.join(tail) or 'no message'}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for fd in (self._out, self._in):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._out = self._in = -1
+        self._err.close()

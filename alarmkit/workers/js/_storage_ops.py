@@ -1,0 +1,114 @@
+"""The storage operations a JS object's turn sends (host.mjs ``report.ops`` and ``syncOp``), applied
+to the object's storage in the simulation: the same SQLite database, implicit transaction and alarm
+staging a Python object's ``ctx.storage`` uses, so commits, crashes, restarts and the alarm
+scheduler treat a JS object exactly as a Python one.
+
+Writes (``put``, ``setAlarm``, ``deleteAlarm``) go through the public ``ctx.storage``. Reads must
+answer in the middle of a JS turn, synchronously, so they read the object's database directly
+(``ctx.storage.get`` returns a Future that resolves a microtask later, for Python's input gate;
+in the JS host the whole turn runs inside one Python step, so no other event can interleave anyway).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import AlarmkitError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._bridge import Bridge
+
+__all__ = ["apply_op"]
+
+
+def _db(obj: Any) -> Any:
+    host = obj.ctx._host  # the object's Host: its Database (private; see the module docstring)
+    host.check_alive()
+    return host.db
+
+
+def _list(db: Any, opts: dict) -> list[list]:
+    prefix = opts.get("prefix") or ""
+    items = list(db.kv_list(prefix).items())
+    start, after, end = opts.get("start"), opts.get("startAfter"), opts.get("end")
+    items = [(k, v) for k, v in items if (start is None or k >= start) and (after is None or k > after)
+             and (end is None or k < end)]
+    if opts.get("reverse"):
+        items.reverse()
+    limit = opts.get("limit")
+    if limit is not None:
+        if not isinstance(limit, int) or limit < 1:
+            raise AlarmkitError(f"list({{limit}}) must be a positive integer, got {limit!r}")
+        items = items[:limit]
+    return [list(kv) for kv in items]
+
+
+def _sql(obj: Any, query: str, params: list) -> dict:
+    cur = obj.ctx.storage.sql.exec(query, *params)
+    rows = [[list(v) if isinstance(v, (bytes, bytearray)) else v for v in r] for r in cur.raw()]
+    # rowsRead: Python's sqlite3 does not expose SQLite's scan count; rows returned is the stand-in
+    return {"cols": cur.column_names, "rows": rows, "read": len(rows), "written": cur.rows_written}
+
+
+def _tx(obj: Any, what: str) -> None:
+    db = _db(obj)
+    if what == "begin":
+        db._begin()
+        db.conn.execute("SAVEPOINT alarmkit_js_tx")
+    elif what == "commit":
+        db.conn.execute("RELEASE alarmkit_js_tx")
+    else:
+        db.conn.execute("ROLLBACK TO alarmkit_js_tx")
+        db.conn.execute("RELEASE alarmkit_js_tx")
+
+
+def apply_op(bridge: Bridge, op: list) -> Any:
+    """Apply one operation; returns the answer a read needs (None for a write)."""
+    kind, iid = op[0], op[1]
+    if kind == "console":
+        detail = {"level": op[2], "text": op[3]}
+        obj = None if iid is None else bridge.instances.get(iid)
+        if obj is not None and obj.ctx._host.ctx is obj.ctx:
+            obj.ctx.journal_event("console", detail=detail)
+        else:
+            bridge.sim.journal_event("console", detail=detail)
+        return None
+    obj = bridge.instances.get(iid)
+    if obj is None:
+        raise AlarmkitError(f"object instance {iid} is no longer running (it crashed or was evicted)")
+    storage = obj.ctx.storage
+    if kind == "put":
+        storage.put(op[2], op[3])
+    elif kind == "setAlarm":
+        storage.set_alarm(op[2])
+    elif kind == "deleteAlarm":
+        storage.delete_alarm()
+    elif kind == "get":
+        db = _db(obj)
+        if isinstance(op[2], list):
+            return {k: v for k in op[2] if (v := db.kv_get(k)) is not None}
+        return db.kv_get(op[2])
+    elif kind == "delete":
+        db = _db(obj)
+        if isinstance(op[2], list):
+            return sum(db.kv_delete(k) for k in op[2])
+        return db.kv_delete(op[2])
+    elif kind == "list":
+        return _list(_db(obj), op[2] or {})
+    elif kind == "deleteAll":
+        db = _db(obj)
+        for k in db.kv_list(""):
+            db.kv_delete(k)
+    elif kind == "sql":
+        return _sql(obj, op[2], op[3])
+    elif kind == "dbsize":
+        return len(_db(obj).conn.serialize())
+    elif kind == "getAlarm":
+        return obj.ctx._host.visible_alarm()
+    elif kind == "tx":
+        _tx(obj, op[2])
+    elif kind == "abort":
+        obj.ctx.abort(op[2], retry_alarm=bool(op[3]))
+    else:
+        raise AlarmkitError(f"the JavaScript host sent an unknown storage operation {kind!r}")
+    return None

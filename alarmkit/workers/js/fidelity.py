@@ -1,0 +1,98 @@
+"""The fidelity check: the calibration's JavaScript twin (``alarmkit/calibrate/twin/worker.js``, the
+same module real workerd runs in ``alarmkit calibrate``) under the JavaScript host, probed by the same
+probes, judged against the committed real-workerd reference with the calibration's checks and bands.
+
+``JsHostWorkerd`` is a calibration backend (the interface ``WorkerdProcess`` and ``SimWorkerd``
+share) whose every request goes to the twin's own ``fetch`` handler in Node, under a virtual clock.
+``recheck_js()`` is ``calibrate.recheck`` with that backend in place of the Python twin.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from ... import Simulation
+from ...calibrate import catalogue as P
+from ...calibrate.calibration import SIM_SEED, Calibration, _now
+from ...calibrate.importer import import_result
+from ...calibrate.recorded import reference
+from ...calibrate.runner import run_probe
+from ...calibrate.simbackend import EPOCH_MS, LOCAL_WORKERD, SimWorkerd
+from ...calibrate.workerd import WorkerdError, WorkerdProcess
+from ...journal import Journal
+from . import load
+
+__all__ = ["TWIN", "JsHostWorkerd", "recheck_js"]
+
+TWIN = Path(__file__).resolve().parents[2] / "calibrate" / "twin" / "worker.js"
+
+
+class JsHostWorkerd(SimWorkerd):
+    """The twin worker.js under the JavaScript host, behind the calibration backends' interface."""
+
+    def __init__(self, seed: int = 0, journal: Any = None, scenario: str = "calibrate-js", params: Optional[dict] = None,
+                 profile: str = "workerd", **overrides: Any) -> None:
+        changes = {**LOCAL_WORKERD, **overrides}
+        compat = changes.pop("compatibility_date", None)
+        self.sim = Simulation(profile=profile, seed=seed, journal=journal, scenario=scenario,
+                              params={**(params or {}), "profile_overrides": changes, "host": "js"}, **changes)
+        self.worker = load(self.sim, TWIN, {"LEDGER": "LeaseLedger", "PROBE": "Probe"}, compat)
+        self.sim.advance(EPOCH_MS)
+        self.down = False
+        self._lag_ms = 0
+        self._names: dict[str, int] = {}
+        self.compat_date = "simulated"
+        self.compat_flags: tuple[str, ...] = ()
+
+    def version(self) -> str:
+        return f"alarmkit JavaScript host, profile {self.sim.profile.name}"
+
+    def get(self, path: str, params: Optional[Mapping[str, Any]] = None, timeout: float = 15.0) -> Any:
+        if self.down:
+            raise WorkerdError(f"the JavaScript host's workerd is stopped: no answer for {path}")
+        q = {k: v for k, v in (params or {}).items() if v is not None}
+        url = f"http://twin{path}" + ("?" + urllib.parse.urlencode(q) if q else "")
+        try:
+            res = self.sim.call(self.worker.fetch(url))
+        except Exception as e:  # noqa: BLE001 - as the real twin answers a failed request
+            return {"error": {"text": str(e), "name": type(e).__name__, "message": str(e)}, "path": path}
+        return json.loads(res.text())
+
+    # the requests, built exactly as for real workerd (its URL parameters)
+    events = WorkerdProcess.events
+    grant = WorkerdProcess.grant
+    lab = WorkerdProcess.lab
+    state = WorkerdProcess.state
+    probe = WorkerdProcess.probe
+
+
+def recheck_js(recorded: Optional[Calibration] = None, names: Optional[list[str]] = None,
+               seed: int = SIM_SEED) -> Calibration:
+    """The recorded real-workerd results (default: the committed reference) against the twin worker.js
+    run under the JavaScript host; a ``Calibration`` whose verdicts say which probes match."""
+    recorded = recorded or reference()
+    journal = Journal()
+    chosen = [n for n in (names or list(recorded.observed)) if n in recorded.observed]
+    cal = Calibration(version=recorded.version, workerd=recorded.workerd, compat_date=recorded.compat_date,
+                      long=recorded.long, created_at=_now(), bands=recorded.bands,
+                      observed={n: recorded.observed[n] for n in chosen}, journal=journal)
+    for n in chosen:
+        r = cal.observed[n]
+        if "error" not in r:
+            cal.real_runs[n] = import_result(journal, n, r, cal.version, dict(P.PROBES[n].kwargs))
+        spec = P.PROBES[n]
+        try:
+            wd = JsHostWorkerd(seed=seed, journal=journal, scenario=f"calibrate-js:{n}", params=dict(spec.kwargs), **spec.sim)
+        except Exception as e:  # noqa: BLE001 - one probe's set-up failure is that probe's result
+            cal.simulated[n] = {"probe": n, "error": f"{type(e).__name__}: {e}"}
+            continue
+        try:
+            cal.simulated[n] = run_probe(wd, n)
+        finally:
+            wd.close()
+        if wd.sim.run_id is not None:
+            cal.sim_runs[n] = wd.sim.run_id
+    return cal.judge()

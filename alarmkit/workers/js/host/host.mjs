@@ -1,0 +1,230 @@
+// alarmkit's JavaScript host: runs a user's Worker module under the simulation's virtual clock.
+//
+// Python drives this process over two pipes (fd 3 in, fd 4 out; 4-byte little-endian length + JSON).
+// Each message from Python is one event (construct an object, an RPC, an alarm, a fetch, a timer that
+// fired, the answer to an outbound call). The host runs it until its turn ends: every microtask has
+// drained (setImmediate runs after the microtask queue, node:timers docs), as a workerd turn ends
+// when the isolate has nothing left to run (src/workerd/io/io-context.c++). It then sends one report:
+// the storage writes of the turn, the promises Python waits for that settled, the timers set, the
+// calls to other objects. Reads (get, list, sql.exec, getAlarm) are answered synchronously by Python
+// in the middle of the turn (one round trip); writes (put, setAlarm, deleteAlarm) and console output
+// ride along with the next message, so a turn that only writes costs one round trip.
+//
+// Nothing here reads a real clock or real randomness: Date, performance.now, setTimeout/setInterval,
+// Math.random and crypto.getRandomValues/randomUUID come from the simulation's clock and seed.
+
+import { setImmediate as nodeSetImmediate } from "node:timers";
+import { pathToFileURL } from "node:url";
+import * as cfw from "./cloudflare-workers.mjs";
+import { S, attempt, errInfo, jsError, newReport, recv, send, show } from "./state.mjs";
+import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
+import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
+
+const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
+let mod = null;
+let env = null;
+const instances = new Map(); // iid -> {obj, ctx}
+
+function methodsOf(cls) {
+  const names = new Set();
+  for (let p = cls.prototype; p && p !== Object.prototype && p !== cfw.DurableObject.prototype; p = Object.getPrototypeOf(p)) {
+    for (const n of Object.getOwnPropertyNames(p)) {
+      if (n !== "constructor" && !n.startsWith("_") && typeof Object.getOwnPropertyDescriptor(p, n).value === "function") names.add(n);
+    }
+  }
+  return [...names].sort();
+}
+
+// The module as wrangler bundles it: esbuild, ES module output, TypeScript stripped (no type check,
+// as wrangler), `cloudflare:workers` resolved to this host's copy.
+async function bundle(entry, esbuildPath) {
+  const esbuild = await import(pathToFileURL(esbuildPath).href);
+  const cf = new URL("./cloudflare-workers.mjs", import.meta.url).href;
+  const out = await (esbuild.build || esbuild.default.build)({
+    entryPoints: [entry],
+    absWorkingDir: entry.slice(0, entry.lastIndexOf("/")) || "/",
+    bundle: true,
+    write: false,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    mainFields: ["browser", "module", "main"],
+    logLevel: "silent",
+    plugins: [{
+      name: "alarmkit-cloudflare",
+      setup(b) {
+        b.onResolve({ filter: /^cloudflare:workers$/ }, () => ({ path: cf, external: true }));
+        b.onResolve({ filter: /^(cloudflare|node):/ }, (a) => ({ path: a.path, external: true }));
+      },
+    }],
+  });
+  return out.outputFiles[0].text;
+}
+
+async function load(msg) {
+  S.start = msg.start;
+  seedRandom(msg.seed);
+  let code;
+  try {
+    code = await bundle(msg.entry, msg.esbuild);
+  } catch (e) {
+    const errors = e.errors || [];
+    const first = errors.length ? errors[0] : null;
+    const where = first && first.location ? `${first.location.file}:${first.location.line}:${first.location.column}: ` : "";
+    return { t: "error", error: { name: "BuildError", message: first ? `${where}${first.text}` : String(e.message || e) } };
+  }
+  try {
+    mod = await import("data:text/javascript;base64," + Buffer.from(code, "utf8").toString("base64"));
+  } catch (e) {
+    return { t: "error", error: errInfo(e) };
+  }
+  env = makeEnv(msg.bindings, msg.services);
+  Object.assign(cfw.env, env);
+  const classes = {};
+  for (const [binding, name] of Object.entries(msg.bindings)) {
+    const cls = mod[name];
+    if (typeof cls !== "function") {
+      const exported = Object.keys(mod).filter((k) => typeof mod[k] === "function").sort();
+      return { t: "error", error: { name: "BindingError", message: `bindings["${binding}"] names class ${name}, which the module does not export; it exports: ${JSON.stringify(exported)}` } };
+    }
+    classes[binding] = methodsOf(cls);
+  }
+  const dflt = mod.default;
+  const hasFetch = !!dflt && (typeof dflt.fetch === "function" || (typeof dflt === "function" && typeof dflt.prototype.fetch === "function"));
+  return { t: "loaded", classes, fetch: hasFetch };
+}
+
+// -- events ---------------------------------------------------------------------------------------
+function construct(msg) {
+  const cls = mod[msg.cls];
+  const unique = uniqueIds.has(msg.name);
+  const hex = unique ? msg.name : hexOf(msg.binding, msg.name);
+  const id = new DurableObjectId(hex, unique || msg.idname === null ? undefined : msg.idname);
+  const ctx = new DurableObjectState(msg.iid, id);
+  const rec = { obj: null, ctx };
+  instances.set(msg.iid, rec);
+  if (msg.drop !== null) {
+    // the instance this one replaces is gone (crashed, evicted, restarted): so are its timers
+    instances.delete(msg.drop);
+    for (const [id, t] of timers) if (t.iid === msg.drop) timers.delete(id);
+  }
+  try {
+    rec.obj = new cls(ctx, env);
+    S.report.done.push(["p" + msg.pid, true, null]);
+  } catch (e) {
+    instances.delete(msg.iid);
+    S.report.done.push(["p" + msg.pid, false, errInfo(e)]);
+  }
+}
+
+function instance(iid) {
+  const rec = instances.get(iid);
+  if (!rec || !rec.obj) throw new Error(`internal: no live instance ${iid}`);
+  return rec.obj;
+}
+
+function dispatch(msg) {
+  switch (msg.t) {
+    case "new":
+      S.cur = msg.iid;
+      return construct(msg);
+    case "call": {
+      S.cur = msg.iid;
+      const obj = instance(msg.iid);
+      const p = attempt(() => {
+        if (typeof obj[msg.method] !== "function") throw new TypeError(`The RPC receiver does not implement the method "${msg.method}".`);
+        return obj[msg.method](...msg.args);
+      });
+      return track("p" + msg.pid, p, S.cur);
+    }
+    case "alarm": {
+      S.cur = msg.iid;
+      const obj = instance(msg.iid);
+      // workerd's AlarmInvocationInfo (src/workerd/api/actor-state.h): retryCount, isRetry, scheduledTime (ms)
+      const info = { retryCount: msg.info[0], isRetry: msg.info[0] > 0, scheduledTime: msg.info[1] };
+      return track("p" + msg.pid, attempt(() => {
+        if (typeof obj.alarm !== "function") throw new Error("alarm() is not defined on this Durable Object class");
+        return obj.alarm(info);
+      }), S.cur);
+    }
+    case "fetch": {
+      S.cur = msg.iid;
+      const req = requestFrom(msg.req);
+      const p = attempt(() => {
+        if (msg.iid !== null) return instance(msg.iid).fetch(req);
+        const d = mod.default;
+        const ctx = { waitUntil: (pr) => waitFor("waitUntil", Promise.resolve(pr)), passThroughOnException() {} };
+        if (typeof d === "function") return new d(ctx, env).fetch(req);
+        return d.fetch(req, env, ctx);
+      }).then(responseDict);
+      return track("p" + msg.pid, p, S.cur);
+    }
+    case "timer": {
+      const t = timers.get(msg.id);
+      if (!t) return; // cleared meanwhile
+      S.cur = t.iid;
+      if (t.interval) S.report.timers.push([msg.id, t.iid, t.ms === 0 ? 1 : t.ms]);
+      else timers.delete(msg.id);
+      try {
+        t.fn(...t.args);
+      } catch (e) {
+        S.report.ops.push(["console", S.cur, "error", `Uncaught ${show(e)} (in a timer callback)`]);
+      }
+      return;
+    }
+    case "settle": {
+      const p = pending.get(msg.nid);
+      if (!p) return;
+      pending.delete(msg.nid);
+      S.cur = msg.iid;
+      if (msg.ok) p.resolve(p.post ? p.post(msg.value) : msg.value);
+      else p.reject(jsError(msg.value));
+      return;
+    }
+    default:
+      throw new Error(`internal: unknown message ${msg.t}`);
+  }
+}
+
+let busyNs = 0n; // the host's own time per message: from the message read to its report sent
+let began = 0n;
+function finish() {
+  const r = S.report;
+  S.report = newReport();
+  for (const k of KEYS) if (r[k].length === 0) delete r[k]; // most turns fill one or two of them
+  send(r);
+  busyNs += process.hrtime.bigint() - began;
+  loop();
+}
+
+function loop() {
+  const msg = recv();
+  if (msg.t === "load") {
+    load(msg).then((r) => {
+      send(r);
+      loop();
+    });
+    return;
+  }
+  if (msg.t === "exit") process.exit(0);
+  if (msg.t === "stats") {
+    send({ t: "stats", busy_ms: Number(busyNs / 1000n) / 1000 });
+    return loop();
+  }
+  began = process.hrtime.bigint();
+  try {
+    dispatch(msg);
+  } catch (e) {
+    S.report.ops.push(["console", S.cur, "error", `alarmkit host: ${show(e)}`]);
+  }
+  nodeSetImmediate(finish);
+}
+
+// workerd logs an unhandled rejection and carries on; Node would end the process: journal it instead
+process.on("unhandledRejection", (e) => {
+  S.report.ops.push(["console", S.cur, "error", `Uncaught (in promise) ${show(e)}`]);
+});
+
+send({ t: "ready", node: process.versions.node });
+loop();

@@ -1,0 +1,276 @@
+// What an object sees: Request/Response across the pipe, ctx.storage (KV, SQL, the alarm), ctx,
+// ids, namespaces, stubs and env.
+import { S, attempt, clone, show, syncOp } from "./state.mjs";
+import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
+
+// -- Request / Response across the pipe ----------------------------------------------------------
+export function requestOf(input, init) {
+  const req = input instanceof Request && init === undefined ? input : new Request(input, init);
+  return req;
+}
+export async function requestDict(req) {
+  const body = req.body === null ? null : await req.text();
+  return { url: req.url, method: req.method, headers: [...req.headers], body };
+}
+export function requestFrom(d) {
+  const init = { method: d.method, headers: d.headers };
+  if (d.body !== null && d.body !== undefined && d.method !== "GET" && d.method !== "HEAD") init.body = d.body;
+  return new Request(d.url, init);
+}
+export async function responseDict(res) {
+  if (!(res instanceof Response)) throw new TypeError(`a fetch handler must return a Response, got ${show(res)}`);
+  return { status: res.status, headers: [...res.headers], body: await res.text() };
+}
+export function responseFrom(d) {
+  const nobody = d.status === 204 || d.status === 304 || d.status === 101;
+  return new Response(nobody ? null : d.body, { status: d.status, headers: d.headers });
+}
+
+// -- storage ----------------------------------------------------------------------------------------
+function checkKey(key) {
+  if (typeof key !== "string") throw new TypeError(`storage keys are strings, got ${show(key)}`);
+}
+
+class SqlCursor {
+  constructor(r) {
+    this.columnNames = r.cols;
+    this._rows = r.rows;
+    this._i = 0;
+    this.rowsRead = r.read;
+    this.rowsWritten = r.written;
+  }
+  _obj(row) {
+    const o = {};
+    this.columnNames.forEach((c, i) => (o[c] = row[i]));
+    return o;
+  }
+  next() {
+    if (this._i >= this._rows.length) return { done: true, value: undefined };
+    return { done: false, value: this._obj(this._rows[this._i++]) };
+  }
+  [Symbol.iterator]() {
+    return this;
+  }
+  toArray() {
+    const out = [];
+    for (const row of this) out.push(row);
+    return out;
+  }
+  one() {
+    const left = this._rows.length - this._i;
+    if (left !== 1) throw new Error(`Expected exactly one result from SQL query, but got ${left ? "multiple results" : "no results"}.`);
+    return this.next().value;
+  }
+  *raw() {
+    while (this._i < this._rows.length) yield this._rows[this._i++];
+  }
+}
+
+class SqlStorage {
+  constructor(iid) {
+    this._iid = iid;
+  }
+  exec(query, ...bindings) {
+    return new SqlCursor(syncOp(["sql", this._iid, String(query), bindings.map((b) => (b === undefined ? null : b))]));
+  }
+  get databaseSize() {
+    return syncOp(["dbsize", this._iid]);
+  }
+}
+
+function alarmTime(t) {
+  const ms = t instanceof RealDate ? t.getTime() : t;
+  if (typeof ms !== "number" || !Number.isFinite(ms)) {
+    throw new TypeError("The value cannot be converted because it is not a valid Date.");
+  }
+  if (ms <= 0) throw new TypeError("setAlarm() cannot be called with an alarm time <= 0");
+  return ms;
+}
+
+class Storage {
+  constructor(iid) {
+    this._iid = iid;
+    this.sql = new SqlStorage(iid);
+  }
+  async get(key) {
+    if (Array.isArray(key)) {
+      key.forEach(checkKey);
+      return new Map(Object.entries(syncOp(["get", this._iid, key])));
+    }
+    checkKey(key);
+    const v = syncOp(["get", this._iid, key]);
+    return v === null ? undefined : v;
+  }
+  async put(key, value) {
+    if (typeof key === "object" && key !== null) {
+      for (const k of Object.keys(key)) S.report.ops.push(["put", this._iid, k, clone(key[k])]);
+      return;
+    }
+    checkKey(key);
+    if (value === undefined) throw new TypeError("storage.put() needs a value (undefined cannot be stored)");
+    S.report.ops.push(["put", this._iid, key, clone(value)]);
+  }
+  async delete(key) {
+    if (Array.isArray(key)) key.forEach(checkKey);
+    else checkKey(key);
+    return syncOp(["delete", this._iid, key]);
+  }
+  async list(options = {}) {
+    return new Map(syncOp(["list", this._iid, options]));
+  }
+  async deleteAll() {
+    syncOp(["deleteAll", this._iid]);
+  }
+  transactionSync(fn) {
+    syncOp(["tx", this._iid, "begin"]);
+    let out;
+    try {
+      out = fn();
+    } catch (e) {
+      syncOp(["tx", this._iid, "rollback"]);
+      throw e;
+    }
+    syncOp(["tx", this._iid, "commit"]);
+    return out;
+  }
+  async transaction(fn) {
+    syncOp(["tx", this._iid, "begin"]);
+    const txn = Object.create(this, { rollback: { value: () => { throw new Error("transaction rolled back"); } } });
+    try {
+      const out = await fn(txn);
+      syncOp(["tx", this._iid, "commit"]);
+      return out;
+    } catch (e) {
+      syncOp(["tx", this._iid, "rollback"]);
+      throw e;
+    }
+  }
+  sync() {
+    // resolves in a later turn, once the writes so far are committed (workerd: after the flush)
+    return outbound(null, null, "sync", []);
+  }
+  async getAlarm() {
+    return syncOp(["getAlarm", this._iid]);
+  }
+  async setAlarm(t) {
+    S.report.ops.push(["setAlarm", this._iid, alarmTime(t)]);
+  }
+  async deleteAlarm() {
+    S.report.ops.push(["deleteAlarm", this._iid]);
+  }
+}
+
+export class DurableObjectId {
+  constructor(hex, name) {
+    this._hex = hex;
+    if (name !== undefined) this.name = name;
+  }
+  toString() {
+    return this._hex;
+  }
+  equals(other) {
+    return other instanceof DurableObjectId && other._hex === this._hex;
+  }
+}
+
+export class DurableObjectState {
+  constructor(iid, id) {
+    this._iid = iid;
+    this.id = id;
+    this.storage = new Storage(iid);
+  }
+  blockConcurrencyWhile(fn) {
+    const p = attempt(fn);
+    waitFor("bcw", p);
+    return p;
+  }
+  waitUntil(promise) {
+    waitFor("waitUntil", Promise.resolve(promise));
+  }
+  abort(reason, options) {
+    const retry = !(options && options.retryAlarm === false); // workerd PR 6996: abort(reason, {retryAlarm})
+    S.report.ops.push(["abort", this._iid, reason === undefined ? "aborted" : show(reason), retry]);
+    throw new Error(`Durable Object aborted: ${reason === undefined ? "aborted" : show(reason)}`);
+  }
+}
+
+
+export const uniqueIds = new Set(); // ids newUniqueId made: their objects have no name
+
+export function hexOf(binding, name) {
+  // a stable 64-hex id per name (workerd derives one from the name with a key: this is a stand-in)
+  let h1 = 0x811c9dc5, h2 = 0x01000193;
+  const s = `${binding}\u0000${name}`;
+  let out = "";
+  for (let round = 0; round < 8; round++) {
+    for (let i = 0; i < s.length; i++) {
+      h1 = Math.imul(h1 ^ s.charCodeAt(i), 0x01000193) >>> 0;
+      h2 = Math.imul(h2 ^ (s.charCodeAt(i) + round), 0x5bd1e995) >>> 0;
+    }
+    out += ((h1 ^ h2) >>> 0).toString(16).padStart(8, "0");
+  }
+  return out;
+}
+
+function makeStub(binding, id) {
+  const key = id.name !== undefined ? id.name : id.toString();
+  return new Proxy({}, {
+    get(_t, prop) {
+      if (prop === "id") return id;
+      if (prop === "name") return id.name;
+      if (typeof prop !== "string" || prop === "then") return undefined;
+      if (prop === "fetch") {
+        return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
+      }
+      return (...args) => outbound(binding, key, prop, clone(args));
+    },
+  });
+}
+
+class Namespace {
+  constructor(binding) {
+    this._binding = binding;
+  }
+  idFromName(name) {
+    return new DurableObjectId(hexOf(this._binding, String(name)), String(name));
+  }
+  newUniqueId() {
+    const hex = randomHex(32);
+    uniqueIds.add(hex);
+    return new DurableObjectId(hex);
+  }
+  idFromString(hex) {
+    if (!/^[0-9a-f]{64}$/.test(hex)) throw new TypeError(`Invalid Durable Object ID: must be 64 hex digits, got ${show(hex)}`);
+    return new DurableObjectId(hex);
+  }
+  get(id) {
+    if (!(id instanceof DurableObjectId)) throw new TypeError("get() needs an id from idFromName, newUniqueId or idFromString");
+    return makeStub(this._binding, id);
+  }
+  getByName(name) {
+    return this.get(this.idFromName(name));
+  }
+}
+
+export function makeEnv(bindings, services) {
+  const base = {};
+  for (const b of Object.keys(bindings)) base[b] = new Namespace(b);
+  for (const s of services) {
+    base[s] = {
+      fetch: async (input, init) => outbound(s, null, "fetch", [await requestDict(requestOf(input, init))], responseFrom),
+    };
+  }
+  return new Proxy(base, {
+    get(t, prop) {
+      if (typeof prop !== "string" || prop in t || prop === "then" || prop === "toJSON") return t[prop];
+      throw new Error(
+        `env.${prop} is not bound under alarmkit's JavaScript host; bind it when loading the worker, ` +
+          `e.g. bindings={"${prop}": "ClassName"} for a Durable Object or bindings={"${prop}": handler} for a service stub`,
+      );
+    },
+    has(t, prop) {
+      return prop in t;
+    },
+  });
+}
+

@@ -1,0 +1,145 @@
+"""A trivial re-arming alarm handler in JavaScript (under alarmkit's JS host) against the same handler
+in Python, in one run: alarm lifecycles per second, the ratio, and where the JS host's time goes.
+
+    python benchmarks/bench_js_worker.py                 # 200 objects x 100 re-arms, best of 3
+    python benchmarks/bench_js_worker.py --objects 50 --rearms 40 --repeat 1
+
+Each lifecycle is one fire, one ``alarm()`` that re-arms at a random +1..1000 ms, and the
+scheduler's bookkeeping; no journal (the runtime alone). The JS peer is benchmarks/bench_js_rearm.js.
+Where the time goes: the pipe round trips per lifecycle (counted), the share of wall time spent
+inside ``Bridge.exchange`` (the pipe, JSON both ways and Node running the handler), and Python's
+JSON encode+decode of one message pair measured on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def positive(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            n = int(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            n = None
+        if n is None or not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"expected a number in {lo:,}..{hi:,}, got {text}")
+        return n
+    return parse
+
+
+def run_python(objects: int, rearms: int) -> tuple[float, int]:
+    import alarmkit as ak
+
+    class Rearm(ak.DurableObject):
+        async def start(self, budget):
+            self.left = budget
+            await self.ctx.storage.set_alarm(self.ctx.now() + 1 + int(self.env.rng.random() * 1000))
+
+        async def alarm(self, info):
+            self.left -= 1
+            if self.left > 0:
+                await self.ctx.storage.set_alarm(self.ctx.now() + 1 + int(self.env.rng.random() * 1000))
+
+    sim = ak.Simulation(seed=1)
+    sim.env.rng = random.Random(1)  # its own source, as Math.random is the JS peer's
+    ns = sim.namespace("R", Rearm)
+    sim.call(sim.gather(*(ns.get(f"o{i}").start(rearms) for i in range(objects))))
+    t0 = time.perf_counter()
+    sim.run()
+    return time.perf_counter() - t0, _fires(sim)
+
+
+def _fires(sim) -> int:
+    return sum(1 for r in sim.rows if r.kind == "fire")
+
+
+def run_js(objects: int, rearms: int) -> tuple[float, int, int, float, float]:
+    import alarmkit as ak
+    from alarmkit.workers.js import _bridge, load
+
+    sim = ak.Simulation(seed=1)
+    w = load(sim, HERE / "bench_js_rearm.js", {"R": "Rearm"})
+    sim.call(sim.gather(*(w.env.R.getByName(f"o{i}").start(rearms) for i in range(objects))))
+    bridge = sim._js_bridge
+    inside = [0.0]
+    exchange = _bridge.Bridge.exchange
+
+    def timed(self, msg):
+        t = time.perf_counter()
+        try:
+            exchange(self, msg)
+        finally:
+            inside[0] += time.perf_counter() - t
+
+    bridge.exchange = timed.__get__(bridge)
+    trips0 = bridge.proc.round_trips
+    t0 = time.perf_counter()
+    sim.run()
+    wall = time.perf_counter() - t0
+    bridge.proc.send({"t": "stats"})
+    node_s = bridge.proc.recv()["busy_ms"] / 1000
+    return wall, _fires(sim), bridge.proc.round_trips - trips0 - 1, inside[0], node_s
+
+
+def json_cost(n: int = 20_000) -> float:
+    """Python's encode of one alarm message and decode of its report, per pair, in seconds."""
+    msg = {"t": "alarm", "iid": 17, "info": [0], "pid": 12345, "now": 123456}
+    rep = json.dumps({"t": "turn", "ops": [["setAlarm", 17, 123999]], "done": [["p12345", True, None]]})
+    from alarmkit.workers.js._node import _encode
+
+    t0 = time.perf_counter()
+    for _ in range(n):
+        _encode(msg).encode()
+        json.loads(rep)
+    return (time.perf_counter() - t0) / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--objects", type=positive(1, 100_000), default=200)
+    ap.add_argument("--rearms", type=positive(1, 100_000), default=100)
+    ap.add_argument("--repeat", type=positive(1, 100), default=3)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    sys.path.insert(0, str(HERE.parent))
+    from alarmkit.workers.js import available
+
+    reason = available()
+    if reason is not None:
+        print(f"bench_js_worker: the JavaScript host cannot run here: {reason}", file=sys.stderr)
+        return 2
+    py_best, js_best = None, None
+    for _ in range(args.repeat):
+        wall, fires = run_python(args.objects, args.rearms)
+        py_best = min(py_best or (wall, fires), (wall, fires))
+        js = run_js(args.objects, args.rearms)
+        js_best = min(js_best or js, js)
+    py_wall, py_fires = py_best
+    js_wall, js_fires, trips, inside, node_s = js_best
+    py_rate, js_rate = py_fires / py_wall, js_fires / js_wall
+    pair = json_cost()
+    print(f"lifecycles          python {py_fires:,}   js {js_fires:,}")
+    print(f"lifecycles/s        python {py_rate:,.0f}   js {js_rate:,.0f}   (target for js: 20,000)")
+    print(f"ratio js/python     {js_rate / py_rate:.2f}")
+    print(f"round trips         {trips / js_fires:.2f} per lifecycle")
+    print(f"inside exchange     {inside / js_wall:.0%} of js wall time ({inside / js_fires * 1e6:.1f} us per lifecycle: "
+          "pipe, JSON both ways, Node)")
+    print(f"node busy           {node_s / js_fires * 1e6:.1f} us per lifecycle (Node: JSON both ways, the handler, "
+          "the turn's end; includes the start() calls)")
+    print(f"python json         {pair * 1e6:.1f} us per message pair (encode + decode)")
+    print(f"rest (python)       {(js_wall - inside) / js_fires * 1e6:.1f} us per lifecycle (scheduler, tasks, gate)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

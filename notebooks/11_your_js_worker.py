@@ -1,0 +1,136 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version,-jupytext.text_representation.format_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Your own JavaScript Durable Object
+#
+# Most Durable Objects are written in TypeScript. alarmkit loads such a module unchanged (it
+# imports `cloudflare:workers`, nothing of alarmkit), bundles it with esbuild as wrangler does, and
+# runs it in Node.js under the simulation's virtual clock: `Date.now()`, `setTimeout` and
+# `Math.random()` are the simulation's, `ctx.storage` is the simulation's storage, and the object's
+# alarm is an alarmkit alarm, so workerd's retry ladder, the journal, faults, `explore` and the
+# timelines apply to it. The JavaScript host needs Node.js 18+ (`python3 dev.py test` installs the
+# pinned esbuild it uses; docs/workers-js.md says how it works).
+#
+# The worker here, `notebooks/workers/leases.ts`, is a lease ledger: leases in SQLite, one alarm at
+# the earliest expiry, and a call to an outside revoke service for each expired lease.
+
+# %%
+import os
+
+import alarmkit as ak
+from alarmkit.plots import timeline
+from alarmkit.workers.js import Response, load
+from alarmkit.workers.js.scenarios import notebook_worker
+
+# %% [markdown]
+# CI runs this notebook with `ALARMKIT_CI=1` and fewer seeds.
+
+# %%
+SEEDS = 2 if os.environ.get("ALARMKIT_CI") else 10
+
+# %%
+WORKER = notebook_worker("leases.ts")
+
+# %%
+print(WORKER.read_text())
+
+# %% [markdown]
+# ## Driving it by hand
+#
+# `load` binds the module's class under `LEASES` and a Python stub under `REVOKER` (outbound
+# `fetch` is refused unless a binding stubs it). `w.env.LEASES.getByName("ledger")` is a stub: its
+# calls are RPCs into the JS object, driven by `sim.call`.
+
+# %%
+sim = ak.Simulation(seed=1)
+
+# %%
+w = load(sim, WORKER, {"LEASES": "Leases", "REVOKER": lambda request: Response("revoked")})
+
+# %%
+ledger = w.env.LEASES.getByName("ledger")
+
+# %%
+sim.call(ledger.grant("a", 300))
+
+# %%
+sim.call(ledger.grant("b", 1_500))
+
+# %%
+sim.run()
+
+# %% [markdown]
+# Each lease is revoked 2 ms after it expires (the `workerd` profile's fire latency); each revoke
+# is an `effect` event named after the binding, keyed by the request's URL.
+
+# %%
+sim.events()[["t_ms", "kind", "scheduled_ms", "retry_count", "detail"]]
+
+# %%
+assert sim.events().query("kind == 'effect'")["t_ms"].tolist() == [302, 1502]
+
+# %%
+timeline(sim.events(), title="the TypeScript lease ledger: two leases, two fires, two revokes")
+
+# %% [markdown]
+# ## Finding the bug with `explore`
+#
+# `Leases.alarm()` deletes a lease's row, then awaits the revoke call. The delete commits when the
+# turn ends at that await; workerd's output gate lets the revoke request leave only after that
+# commit. A crash in between loses the revoke: the row is gone, so no retry will make it. The
+# scenario `js-leases` drives the ledger as above and owes one revoke per lease; `explore` crashes
+# the object at every await and under random fault plans, checks the obligations, and shrinks
+# what it finds to a plan you can replay.
+
+# %%
+found = ak.explore("js-leases", seeds=SEEDS, depth=1, workers=1, progress=False, quiet=True)
+
+# %%
+print(found.report())
+
+# %%
+cx = found.counterexamples[0]
+
+# %%
+assert cx.plan.crashes[0].task == "rpc:out:REVOKER.fetch"
+
+# %% [markdown]
+# ## The fix
+#
+# `LeasesFixed` revokes first and deletes after: a crash before the revoke leaves the row, and the
+# retry revokes it (perhaps twice: at-least-once, so the revoke must tolerate repetition). The same
+# plan, replayed on both classes, on one time axis:
+
+# %%
+journal = ak.Journal()
+
+# %%
+pair = cx.compare("js-leases-fixed", journal=journal, labels=("delete, then revoke", "revoke, then delete"))
+
+# %%
+pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
+
+# %%
+pair.figure(kinds=["fault", "crash", "fire", "handler_error", "retry_scheduled", "effect", "handler_ok"],
+            window=(0, 10_000), title="the crash between the commit and the revoke")
+
+# %%
+fixed = ak.explore("js-leases-fixed", seeds=SEEDS, depth=1, workers=1, progress=False, quiet=True)
+
+# %%
+print(fixed.report())
+
+# %%
+assert not fixed.counterexamples

@@ -1,0 +1,173 @@
+"""Hostile input to the JavaScript host: modules that do not parse or build, missing exports, bad
+bindings, throwing constructors, a missing or too old Node, and generated module text. Each is a
+JsHostError/AlarmkitError with one clean line, never a hang, never another exception."""
+
+import os
+import re
+import stat
+
+import alarmkit as ak
+import pytest
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # the dev extra brings it (pyproject.toml); without it only the generated test is skipped
+    given = None
+
+from alarmkit.workers.js import available, load
+
+OBJECTS = os.path.join(os.path.dirname(__file__), "..", "workers_js", "objects")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+pytestmark = pytest.mark.skipif(available() is not None, reason=f"the JavaScript host cannot run here: {available()}")
+
+
+def one_clean_line(err: BaseException) -> str:
+    text = str(err)
+    assert "\n" not in text and not CONTROL.search(text), repr(text)
+    return text
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_module_that_does_not_parse(tmp_path):
+    p = write(tmp_path, "w.js", "export class A extends {\n")
+    with pytest.raises(ak.JsHostError) as err:
+        load(ak.Simulation(), p, {"A": "A"})
+    assert one_clean_line(err.value).endswith("does not build: BuildError: w.js:2:0: Expected identifier but found end of file")
+
+
+def test_typescript_syntax_error_reported_by_esbuild(tmp_path):
+    p = write(tmp_path, "w.ts", "export class A { x: number = ; }\n")
+    with pytest.raises(ak.JsHostError, match=r"does not build: BuildError: .*w\.ts:1:\d+: Unexpected"):
+        load(ak.Simulation(), p, {"A": "A"})
+
+
+def test_module_that_throws_while_loading(tmp_path):
+    p = write(tmp_path, "w.js", "throw new Error('top-level boom');\nexport class A {}\n")
+    with pytest.raises(ak.JsHostError, match="could not be loaded: Error: top-level boom"):
+        load(ak.Simulation(), p, {"A": "A"})
+
+
+def test_class_in_bindings_not_exported(tmp_path):
+    p = write(tmp_path, "w.js", "export class Ledger {}\nexport class Other {}\n")
+    with pytest.raises(ak.JsHostError) as err:
+        load(ak.Simulation(), p, {"L": "Ledgr"})
+    assert one_clean_line(err.value) == (
+        'bindings["L"] names class Ledgr, which the module does not export; it exports: ["Ledger","Other"]')
+
+
+@pytest.mark.parametrize("bindings, message", [
+    ({"not a name": "A"}, "binding names are identifiers"),
+    ({"A": 5}, r"bindings\['A'\] must name an exported class"),
+    ({"A": "no such"}, r"bindings\['A'\] must name an exported class"),
+])
+def test_bad_bindings_refused_before_node_starts(tmp_path, bindings, message):
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    with pytest.raises(ak.AlarmkitError, match=message):
+        load(ak.Simulation(), p, bindings)
+
+
+@pytest.mark.parametrize("name", ["w.py", "missing.js"])
+def test_not_a_js_module(tmp_path, name):
+    if name == "w.py":
+        write(tmp_path, name, "x = 1\n")
+    with pytest.raises(ak.AlarmkitError, match="JavaScript worker is a|does not exist"):
+        load(ak.Simulation(), tmp_path / name, {})
+
+
+def test_constructor_throwing_fails_the_call_and_counts_for_alarms():
+    sim = ak.Simulation(seed=0)
+    w = load(sim, os.path.join(OBJECTS, "bad_ctor.js"), {"F": "Fragile"})
+    with pytest.raises(ak.JsError) as err:
+        sim.call(w.env.F.getByName("broken").hello())
+    assert one_clean_line(err.value) == "RangeError: constructor refused to start"
+    assert err.value.js_name == "RangeError"
+    assert sim.call(w.env.F.getByName("fine").hello()) == "hi"
+
+
+def test_node_missing(monkeypatch, tmp_path):
+    monkeypatch.delenv("ALARMKIT_NODE", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    with pytest.raises(ak.JsHostError, match="needs Node.js 18 or newer: `node` is not on PATH"):
+        load(ak.Simulation(), p, {"A": "A"})
+
+
+def test_node_too_old(monkeypatch, tmp_path):
+    fake = tmp_path / "node"
+    fake.write_text("#!/bin/sh\necho v16.20.0\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("ALARMKIT_NODE", str(fake))
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    with pytest.raises(ak.JsHostError) as err:
+        load(ak.Simulation(), p, {"A": "A"})
+    assert "needs Node.js 18 or newer" in one_clean_line(err.value) and "v16.20.0" in str(err.value)
+
+
+def test_one_worker_per_simulation(tmp_path):
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    sim = ak.Simulation()
+    load(sim, p, {"A": "A"})
+    with pytest.raises(ak.AlarmkitError, match="already runs a JavaScript worker"):
+        load(sim, p, {"B": "A"})
+
+
+if given is None:
+    def test_generated_module_text_never_hangs_or_crashes():
+        pytest.skip("hypothesis is not installed (pip install -e .[dev])")
+else:
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(body=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
+    def test_generated_module_text_never_hangs_or_crashes(tmp_path, body):
+        p = tmp_path / "gen.js"
+        p.write_text(body + "\nexport class A { ping() { return 1; } }\n")
+        sim = ak.Simulation()
+        try:
+            w = load(sim, p, {"A": "A"})
+        except ak.AlarmkitError as err:
+            assert isinstance(err, ak.JsHostError)
+            one_clean_line(err)
+            return
+        try:
+            assert sim.call(w.env.A.getByName("a").ping()) == 1
+        except ak.AlarmkitError as err:  # the generated text may leave a bad global behind; never another error
+            one_clean_line(err)
+
+
+def test_a_synchronous_endless_loop_is_stopped_not_a_hang(monkeypatch, tmp_path):
+    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", "2")
+    p = write(tmp_path, "w.js", "export class A { spin() { for (;;) {} } }\n")
+    sim = ak.Simulation()
+    w = load(sim, p, {"A": "A"})
+    with pytest.raises(ak.JsHostError) as err:
+        sim.call(w.env.A.getByName("a").spin())
+    assert "did not answer within 2 s of wall-clock time" in one_clean_line(err.value)
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "-3", "1e9"])
+def test_bad_host_timeout_setting_is_refused(monkeypatch, tmp_path, value):
+    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", value)
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    with pytest.raises(ak.JsHostError, match=r"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in \(0, 86400\]"):
+        load(ak.Simulation(), p, {"A": "A"})
+
+
+def test_calibrate_js_host_without_node_is_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "ALARMKIT_NODE"}
+    env.update(PATH=str(tmp_path), PYTHONPATH=str(root))
+    p = subprocess.run([sys.executable, "-m", "alarmkit", "calibrate", "--reference", "--js-host"], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs Node.js 18 or newer" in lines[0] and not CONTROL.search(p.stderr)
+    assert list(tmp_path.iterdir()) == []
