@@ -14,7 +14,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from ... import Simulation
+from ...runtime import Simulation
 from ...calibrate import catalogue as P
 from ...calibrate.calibration import SIM_SEED, Calibration, _now
 from ...calibrate.importer import import_result

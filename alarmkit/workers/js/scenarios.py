@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import Simulation
+from ...runtime import Simulation
 from ...errors import AlarmkitError
 from ...scenarios import scenario
 from . import load
