@@ -171,6 +171,14 @@ class Simulation(AlarmDelivery):
         setattr(self.env, binding, ns)
         return ns
 
+    def load_worker(self, path: Any = None, bindings: dict | None = None, wrangler: Any = None,
+                    compatibility_date: str | None = None) -> Any:
+        """Load a Cloudflare Worker's module (``.py``; ``.js``/``.ts`` with the JS host) unchanged; its
+        Durable Objects become objects of this simulation. Returns a ``Worker`` (docs/workers.md)."""
+        from .workers import load_worker
+
+        return load_worker(self, path, bindings, wrangler, compatibility_date)
+
     def hosts(self) -> list[Host]:
         return [h for ns in self.namespaces.values() for h in ns.hosts.values()]
 

@@ -25,6 +25,9 @@ __all__ = [
     "RunawayError",
     "JournalWriteError",
     "PlanNotApplied",
+    "WorkerError",
+    "WorkerUnsupported",
+    "DriveError",
 ]
 
 
@@ -128,3 +131,18 @@ class PlanNotApplied(AlarmkitError):
     def __init__(self, message: str, exploration: object = None) -> None:
         super().__init__(message)
         self.exploration = exploration
+
+
+# -- user workers (alarmkit.workers) ---------------------------------------------------------------------------
+class WorkerError(AlarmkitError):
+    """A worker cannot be loaded as given: no such file or class, a syntax error in its module, a binding
+    that names no Durable Object class, a wrangler file alarmkit cannot read."""
+
+
+class WorkerUnsupported(WorkerError):
+    """The worker used what the simulation cannot run (outbound fetch, a KV, R2, D1 or queue binding...);
+    the message names it and how to stub it (``bindings={"NAME": a_python_object}``)."""
+
+
+class DriveError(WorkerError):
+    """A drive script (requests and waits at virtual times) is malformed or names a missing method."""
