@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DriveError, WorkerError, WorkerUnsupported
-from ._base import Headers, RefusedBinding, Request, Response, Worker
+from ._base import Headers, RefusedBinding, Request, Response, Var, Worker
 from .drive import DriveResult, DriveScript, load_drive, parse_drive, run_drive
 from .wrangler import WranglerConfig, read_wrangler
 
 __all__ = [
     "load_worker", "Worker", "Request", "Response", "Headers", "DriveScript", "DriveResult", "load_drive",
     "parse_drive", "run_drive", "WranglerConfig", "read_wrangler", "WorkerError", "WorkerUnsupported", "DriveError",
-    "SUFFIXES", "RefusedBinding",
+    "SUFFIXES", "RefusedBinding", "Var",
 ]
 
 SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js"}
@@ -56,7 +56,7 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
     if wrangler is not None:
         cfg = read_wrangler(wrangler)
         merged.update(cfg.durable_objects)
-        merged.update(cfg.vars)
+        merged.update({k: Var(v) for k, v in cfg.vars.items()})
         merged.update({name: RefusedBinding(name, what) for name, what in cfg.other.items()})
         compat = cfg.compatibility_date
         if path is None and cfg.main:

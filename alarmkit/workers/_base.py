@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ..errors import WorkerError, WorkerUnsupported
 
-__all__ = ["Headers", "Request", "Response", "Worker", "BASE_URL", "RefusedBinding"]
+__all__ = ["Headers", "Request", "Response", "Worker", "BASE_URL", "RefusedBinding", "Var"]
 
 # a path alone ("/touch?id=a") is resolved against this, as wrangler dev's default origin would be
 BASE_URL = "http://localhost/"
@@ -234,3 +234,15 @@ class RefusedBinding:
 
     def __repr__(self) -> str:
         return f"<refused binding {self._name}: {self._what}>"
+
+
+class Var:
+    """A wrangler ``vars`` value on its way to ``env`` (so a host tells it from a class name)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Var({self.value!r})"
