@@ -17,7 +17,8 @@ The interface (shared by the Python host, ``alarmkit.workers.python``, and the J
   awaitables driven by ``sim.call``/``sim.spawn``), ``.fetch(url, method=, headers=, body=)`` ->
   ``Response`` (``.status``, ``.text()``, ``.json()``), ``.request(...)`` (the awaitable of one
   request), ``.stub(binding, name)``, ``.check_method(binding, method)``, ``.classes``.
-- Drive scripts (``alarmkit.workers.drive``): ``load_drive(path)``, ``run_drive(worker, drive)``.
+- Drive scripts (``alarmkit.workers.drive``): ``load_drive(path)``, ``run_drive(worker, drive)``; a whole
+  run as a ``RunResult`` (``run_worker``) or an exploration (``explore_worker``): ``alarmkit.workers.runs``.
 - The CLI (``alarmkit.workers.command``): ``alarmkit worker ENTRY [--wrangler F] --drive F --db J
   [--report out.html]`` and ``alarmkit explore --worker ENTRY --drive F --invariant ...``.
 
@@ -34,12 +35,13 @@ from typing import Any
 from ..errors import DriveError, WorkerError, WorkerUnsupported
 from ._base import Headers, RefusedBinding, Request, Response, Var, Worker
 from .drive import DriveResult, DriveScript, load_drive, parse_drive, run_drive
+from .runs import explore_worker, run_worker
 from .wrangler import WranglerConfig, read_wrangler
 
 __all__ = [
     "load_worker", "Worker", "Request", "Response", "Headers", "DriveScript", "DriveResult", "load_drive",
     "parse_drive", "run_drive", "WranglerConfig", "read_wrangler", "WorkerError", "WorkerUnsupported", "DriveError",
-    "SUFFIXES", "RefusedBinding", "Var",
+    "SUFFIXES", "RefusedBinding", "Var", "run_worker", "explore_worker",
 ]
 
 SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js"}

@@ -8,7 +8,8 @@ A drive script is JSON (``.json``) or TOML (``.toml``), never evaluated::
         {"at": 61000,  "restart": 1000},
         {"at": 90000,  "evict": "SESSIONS", "name": "a"}
      ],
-     "until": 120000}
+     "until": 120000,
+     "expect": [{"object": "SESSIONS:a", "kv": "n", "equals": 1}]}
 
 Each step happens at ``at`` (ms since the simulation's start) or ``after`` ms past the previous step
 (``after: 0`` when neither is given); times never go back. ``fetch`` sends a request to the default
@@ -17,7 +18,8 @@ entrypoint (a path, or an http(s) URL); ``call`` is an RPC ``env.BINDING.getByNa
 calls start at their time and run concurrently with what is in flight. After the last step the simulation
 runs until ``until`` (ms since the start) or, without it, until nothing is left to do. Every bad field is
 a ``DriveError`` naming the step and the field, before anything runs; so is a ``call`` naming a binding
-or method the worker does not have.
+or method the worker does not have. ``expect`` (optional) states what must hold at the end (``_expect``);
+each failure is journaled as ``expect_failed``, a violation of the ``expect`` invariant.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AlarmkitError, DriveError
+from ._expect import check_expect, parse_expect
 
 __all__ = ["DriveScript", "DriveResult", "load_drive", "parse_drive", "run_drive", "MAX_STEPS"]
 
@@ -51,15 +54,22 @@ class DriveScript:
     steps: list[dict]
     until: int | None = None
     source: str = "<drive>"
+    expect: list[dict] = field(default_factory=list)
 
     def check(self, worker: Any) -> None:
         """Refuse (``DriveError``) a call to a binding or method ``worker`` does not have."""
         for i, s in enumerate(self.steps):
-            if s["kind"] in ("call", "evict"):
+            if s["kind"] in ("call", "evict") or s.get("binding"):
                 try:
                     worker.check_method(s["binding"], s["method"]) if s["kind"] == "call" else worker.stub(s["binding"], s["name"])
                 except AlarmkitError as err:
                     raise DriveError(f"{self.source}: step {i + 1}: {err}") from None
+        for i, e in enumerate(self.expect):
+            if "binding" in e:
+                try:
+                    worker.stub(e["binding"], e["name"])
+                except AlarmkitError as err:
+                    raise DriveError(f"{self.source}: expect {i + 1}: {err}") from None
 
 
 @dataclass
@@ -70,6 +80,7 @@ class DriveResult:
 
     outcomes: list[dict] = field(default_factory=list)
     end_ms: int = 0
+    expect_failures: list[str] = field(default_factory=list)
 
     @property
     def pending(self) -> list[dict]:
@@ -100,9 +111,10 @@ def parse_drive(data: Any, source: str = "<drive>") -> DriveScript:
     """A ``DriveScript`` from already-loaded data (a dict as the file holds); ``DriveError`` when malformed."""
     if not isinstance(data, dict):
         raise DriveError(f"{source}: a drive script is a table with \"steps\", got {type(data).__name__}")
-    extra = sorted(set(data) - {"steps", "until"})
+    extra = sorted(set(map(str, data)) - {"steps", "until", "expect"})
     if extra:
-        raise DriveError(f"{source}: unknown key {extra[0]!r}; a drive script has \"steps\" and an optional \"until\"")
+        raise DriveError(f"{source}: unknown key {extra[0]!r}; a drive script has \"steps\", and optionally "
+                         "\"until\" and \"expect\"")
     raw = data.get("steps")
     if not isinstance(raw, list) or not raw:
         raise DriveError(f"{source}: \"steps\" must be a non-empty list of steps (see docs/workers.md, drive scripts)")
@@ -162,7 +174,8 @@ def parse_drive(data: Any, source: str = "<drive>") -> DriveScript:
         until = _ms(f"{source}: until", "until", until)
         if until < t:
             raise DriveError(f"{source}: until={until} is before the last step ({t} ms); raise it or drop it")
-    return DriveScript(steps, until, source)
+    expect = parse_expect(data["expect"], source) if "expect" in data else []
+    return DriveScript(steps, until, source, expect)
 
 
 def load_drive(path: str | Path) -> DriveScript:
@@ -226,6 +239,7 @@ def run_drive(worker: Any, drive: DriveScript) -> DriveResult:
         sim.call_at(start + step["t"], launch, i, step)
     sim.run(None if drive.until is None else start + drive.until)
     result.end_ms = sim.now - start
+    result.expect_failures = check_expect(worker, drive.expect, result)
     return result
 
 
