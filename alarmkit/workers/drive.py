@@ -15,7 +15,9 @@ Each step happens at ``at`` (ms since the simulation's start) or ``after`` ms pa
 (``after: 0`` when neither is given); times never go back. ``fetch`` sends a request to the default
 entrypoint (a path, or an http(s) URL); ``call`` is an RPC ``env.BINDING.getByName(name).method(*args)``;
 ``restart`` takes the runtime down for that many ms; ``evict`` drops an object's instance. Requests and
-calls start at their time and run concurrently with what is in flight. After the last step the simulation
+calls start at their time and run concurrently with what is in flight. ``retries`` (default 0) and
+``retry_after`` (ms, default 100) make a request or call a client that tries again when it fails (an
+error, or a status of 500 or more), as a real client of a worker would. After the last step the simulation
 runs until ``until`` (ms since the start) or, without it, until nothing is left to do. Every bad field is
 a ``DriveError`` naming the step and the field, before anything runs; so is a ``call`` naming a binding
 or method the worker does not have. ``expect`` (optional) states what must hold at the end (``_expect``);
@@ -40,8 +42,8 @@ MAX_FILE = 1 << 24
 MAX_MS = 2**53
 KINDS = ("fetch", "call", "restart", "evict")
 FIELDS = {
-    "fetch": {"fetch", "method", "headers", "body", "at", "after"},
-    "call": {"call", "name", "method", "args", "at", "after"},
+    "fetch": {"fetch", "method", "headers", "body", "at", "after", "retries", "retry_after"},
+    "call": {"call", "name", "method", "args", "at", "after", "retries", "retry_after"},
     "restart": {"restart", "at", "after"},
     "evict": {"evict", "name", "at", "after"},
 }
@@ -168,6 +170,11 @@ def parse_drive(data: Any, source: str = "<drive>") -> DriveScript:
         else:
             step["binding"] = _str(where, "evict (the binding)", s["evict"])
             step["name"] = _str(where, "name", s.get("name"))
+        if kind in ("fetch", "call"):
+            step["retries"] = s.get("retries", 0)
+            if isinstance(step["retries"], bool) or not isinstance(step["retries"], int) or not 0 <= step["retries"] <= 100:
+                raise DriveError(f"{where}: retries must be a whole number in 0..100, got {json.dumps(step['retries'], default=repr)[:40]}")
+            step["retry_after"] = _ms(where, "retry_after", s.get("retry_after", 100))
         steps.append(step)
     until = data.get("until")
     if until is not None:
@@ -203,7 +210,7 @@ def run_drive(worker: Any, drive: DriveScript) -> DriveResult:
     start = sim.now
     result = DriveResult()
 
-    def launch(i: int, step: dict) -> None:
+    def launch(i: int, step: dict, out: dict | None = None) -> None:
         kind = step["kind"]
         if kind == "restart":
             sim.restart(step["downtime"])
@@ -217,14 +224,20 @@ def run_drive(worker: Any, drive: DriveScript) -> DriveResult:
         else:
             what = f"{step['binding']}:{step['name']}.{step['method']}"
             aw = getattr(worker.stub(step["binding"], step["name"]), step["method"])(*step["args"])
-        out = {"step": i + 1, "t_ms": sim.now - start, "what": what, "pending": True}
-        result.outcomes.append(out)
+        if out is None:
+            out = {"step": i + 1, "t_ms": sim.now - start, "what": what, "pending": True, "attempts": 0}
+            result.outcomes.append(out)
+        out["attempts"] += 1
         task = sim.spawn(aw, f"drive:{what}")
 
         def done(t: Any) -> None:
+            err = t.exception()
+            failed = err is not None or (kind == "fetch" and t.result().status >= 500)
+            if failed and out["attempts"] <= step["retries"]:
+                sim.call_at(sim.now + step["retry_after"], launch, i, step, out)
+                return
             out.pop("pending")
             out["done_ms"] = sim.now - start
-            err = t.exception()
             if err is not None:
                 out["error"] = f"{type(err).__name__}: {err}"
             elif kind == "fetch":
