@@ -41,6 +41,7 @@ class PythonWorker(Worker):
         self.sdk = make_sdk(self)
         self.sdk.__dict__["_worker"] = self
         self._classes: dict[str, type] = {}
+        self.unnamed: dict[str, set[str]] = {}  # objects made from newUniqueId/idFromString, by binding
         self.module: Any = None
 
     def methods(self, binding: str) -> list[str] | None:
@@ -77,7 +78,8 @@ def _adapt(worker: PythonWorker, binding: str, cls: type) -> type:
     compat = worker.compatibility_date
 
     def __init__(self: Any, ctx: Any, env: Any) -> None:
-        cls.__init__(self, JsState(ctx, binding, compat), worker.env)
+        unique = str(ctx.id) in worker.unnamed.get(binding, ())
+        cls.__init__(self, JsState(ctx, binding, compat, unique), worker.env)
 
     body: dict[str, Any] = {"__init__": __init__, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                             "__doc__": cls.__doc__}

@@ -112,7 +112,10 @@ class JsNamespace:
         self._ids: dict[str, JsId] = {}
 
     def _id(self, object_name: str, name: str | None) -> JsId:
-        jid = JsId(self._binding, object_name, name)
+        unique = name is None
+        if unique:
+            self._worker.unnamed.setdefault(self._binding, set()).add(object_name)
+        jid = JsId(self._binding, object_name, name, unique)
         self._ids.setdefault(jid.toString(), jid)
         return jid
 
@@ -128,7 +131,8 @@ class JsNamespace:
     def idFromString(self, hexid: Any) -> JsId:
         if not isinstance(hexid, str) or len(hexid) != 64 or any(c not in "0123456789abcdef" for c in hexid):
             raise TypeError(f"Invalid Durable Object ID: must be 64 hex digits, got {hexid!r:.80}")
-        return self._ids.get(hexid) or self._id(hexid, None)
+        known = self._ids.get(hexid)
+        return known if known is not None else self._id(hexid, None)
 
     def get(self, jid: Any, *options: Any, **kw: Any) -> JsStub:
         if not isinstance(jid, JsId):

@@ -72,10 +72,11 @@ class JsId(str):
 
     __slots__ = ("name", "_hex")
 
-    def __new__(cls, binding: str, object_name: str, name: str | None) -> JsId:
+    def __new__(cls, binding: str, object_name: str, name: str | None, unique: bool = False) -> JsId:
         self = super().__new__(cls, object_name)
         self.name = name
-        self._hex = hashlib.sha256(f"{binding}\0{object_name}".encode("utf-8", "surrogatepass")).hexdigest()
+        # a unique id's object is named by its hex; a named one's hex is derived from the name, stable per binding
+        self._hex = object_name if unique else hashlib.sha256(f"{binding}\0{object_name}".encode("utf-8", "surrogatepass")).hexdigest()
         return self
 
     def toString(self) -> str:
@@ -252,9 +253,10 @@ class JsState:
     """A Durable Object's ``ctx``: ``id``, ``storage``, ``blockConcurrencyWhile`` (also a decorator),
     ``waitUntil``, ``abort``. WebSocket hibernation is refused by name."""
 
-    def __init__(self, ctx: Any, binding: str, compat: str) -> None:
+    def __init__(self, ctx: Any, binding: str, compat: str, unique: bool = False) -> None:
         self._ctx = ctx
-        self.id = JsId(binding, str(ctx.id), ctx.id.name)
+        # an object made from newUniqueId/idFromString has no name (workerd: ctx.id.name is undefined)
+        self.id = JsId(binding, str(ctx.id), None if unique else ctx.id.name, unique)
         self.storage = JsStorage(ctx, compat)
 
     def blockConcurrencyWhile(self, fn: Callable[[], Any]) -> Any:
