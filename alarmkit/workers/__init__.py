@@ -41,7 +41,7 @@ from .wrangler import WranglerConfig, read_wrangler
 __all__ = [
     "load_worker", "Worker", "Request", "Response", "Headers", "DriveScript", "DriveResult", "load_drive",
     "parse_drive", "run_drive", "WranglerConfig", "read_wrangler", "WorkerError", "WorkerUnsupported", "DriveError",
-    "SUFFIXES", "RefusedBinding", "Var", "run_worker", "explore_worker",
+    "SUFFIXES", "RefusedBinding", "Var", "run_worker", "explore_worker", "example",
 ]
 
 SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js"}
@@ -98,3 +98,14 @@ def _compat(value: Any) -> str:
     except ValueError:
         raise WorkerError(f"compatibility_date is a date such as '2026-11-17', got {value!r:.40}") from None
     return value
+
+
+def example(name: str) -> Path:
+    """A file of the example Python Worker of notebook 10 (``notebooks/workers/``: ``outbox.py``,
+    ``outbox_fixed.py``, ``wrangler.jsonc``, ``drive.json``); source tree only, like the notebooks."""
+    folder = Path(__file__).resolve().parents[2] / "notebooks" / "workers"
+    path = folder / str(name)
+    if path.parent != folder or not path.is_file():
+        known = sorted(p.name for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+        raise WorkerError(f"no example worker file {name!r}; in {folder}: {known or 'nothing (not a source checkout)'}")
+    return path
