@@ -14,6 +14,7 @@ from .explore import Counterexample, Exploration, FaultSpace, explore
 from .journal import EventRow, Journal
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .scenarios import SCENARIOS, RunResult, list_scenarios, run_scenario, scenario
+from . import workers  # noqa: F401  (gives Simulation.load_worker its loader: docs/workers.md)
 
 __version__ = "0.1.0"
 

@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..journal import Journal
     from ..profiles import get_profile
     from ..report import export_html, is_report
-    from . import load_drive
+    from .drive import load_drive
     from .runs import run_worker
 
     _check_paths(args)
@@ -188,7 +188,7 @@ def _explore(args: argparse.Namespace) -> int:
     _check_paths(args)
     if getattr(args, "scenario", None):
         raise WorkerError(f"give a scenario or --worker, not both (got scenario {clean(args.scenario, 60)!r})")
-    from . import load_drive
+    from .drive import load_drive
 
     load_drive(args.drive)
     faults = FaultPlan.load(args.faults) if args.faults else None

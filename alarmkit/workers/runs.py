@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from ..errors import WorkerError
 
-__all__ = ["run_worker", "explore_worker", "scenario_fn", "registered", "SCENARIO", "worker_params"]
+__all__ = ["run_worker", "explore_worker", "scenario_fn", "registered", "register", "SCENARIO", "worker_params"]
 
 SCENARIO = "worker"
 DESCRIPTION = "your own worker module driven by a drive script (alarmkit worker, explore --worker)"
@@ -25,7 +25,8 @@ DESCRIPTION = "your own worker module driven by a drive script (alarmkit worker,
 def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", bindings: Any = {},  # noqa: B006
                 compatibility_date: str = "") -> dict:
     """Load ``entry`` into ``sim`` and run ``drive``: the ``"worker"`` scenario."""
-    from . import load_drive, load_worker, run_drive
+    from ._load import load_worker
+    from .drive import load_drive, run_drive
 
     worker = load_worker(sim, entry or None, bindings=dict(bindings) or None, wrangler=wrangler or None,
                          compatibility_date=compatibility_date or None)
@@ -49,6 +50,15 @@ def registered() -> Iterator[None]:
             SCENARIOS.pop(SCENARIO, None)
         else:
             SCENARIOS[SCENARIO] = had
+
+
+def register() -> None:
+    """Register the ``"worker"`` scenario in this process for good: for what runs a scenario by name later,
+    such as the explorer widget (``Explorer("worker", entry=..., drive=..., wrangler=...)``). It then shows in
+    ``list_scenarios()`` and ``alarmkit demo`` would try to run it: prefer ``registered()`` in scripts."""
+    from ..scenarios import scenario
+
+    scenario(SCENARIO, DESCRIPTION)(scenario_fn)
 
 
 def worker_params(entry: str | Path | None, drive: str | Path, wrangler: str | Path | None = None,

@@ -24,5 +24,7 @@ def kinds(sim, *wanted):
     """(t_ms, object, kind, scheduled_ms) of the journal rows of these kinds."""
     ev = sim.events()
     ev = ev[ev["kind"].isin(wanted)]
-    return [(int(t), o, k, None if s is None or s != s else int(s))
+    import pandas as pd
+
+    return [(int(t), None if pd.isna(o) else o, k, None if pd.isna(s) else int(s))
             for t, o, k, s in zip(ev["t_ms"], ev["object_id"], ev["kind"], ev["scheduled_ms"].astype(object))]
