@@ -11,6 +11,7 @@ does not have fails the awaitable with workerd's ``TypeError``.
 from __future__ import annotations
 
 import inspect
+import weakref
 from types import FunctionType
 from typing import Any
 
@@ -33,17 +34,33 @@ def rpc_methods(cls: type) -> list[str]:
     return sorted(n for n in dir(cls) if not n.startswith("_") and plain(n))
 
 
+_TAKES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> positional args it takes (None: any)
+
+
 def relaxed(fn: Any, *args: Any) -> Any:
     """Pyodide's ``callRelaxed``: call ``fn`` with as many of ``args`` as it takes (how workerd calls
-    ``alarm`` and ``fetch``: python-entrypoint-helper.ts, ``doPyCallHelper(true, ...)``)."""
+    ``alarm`` and ``fetch``: python-entrypoint-helper.ts, ``doPyCallHelper(true, ...)``). The count is
+    read once per function (``inspect.signature`` per call cost 22 % of an alarm, bench_pyworker.py)."""
+    key = getattr(fn, "__func__", fn)
+    try:
+        n = _TAKES[key]
+    except (KeyError, TypeError):
+        n = _takes(fn)
+        try:
+            _TAKES[key] = n
+        except TypeError:  # not weak-referenceable: a builtin
+            pass
+    return fn(*args) if n is None else fn(*args[:n])
+
+
+def _takes(fn: Any) -> int | None:
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
-        return fn(*args)
+        return None
     if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return fn(*args)
-    n = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-    return fn(*args[:n])
+        return None
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _failed(err: BaseException) -> Future:

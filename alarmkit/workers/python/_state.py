@@ -44,6 +44,8 @@ def _then(fut: Any, fn: Callable[[Any], Any]) -> Future:
 
 
 def _options(args: tuple, kwargs: dict, allowed: set[str], what: str) -> dict:
+    if not args and not kwargs:  # the usual call: no options
+        return {}
     opts: dict = {}
     for a in args:
         if a is None:
