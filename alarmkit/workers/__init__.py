@@ -16,7 +16,9 @@ The interface (shared by the Python host, ``alarmkit.workers.python``, and the J
   ``getByName``, ``idFromName``, ``get``; stubs whose RPC methods and ``.fetch(request)`` return
   awaitables driven by ``sim.call``/``sim.spawn``), ``.fetch(url, method=, headers=, body=)`` ->
   ``Response`` (``.status``, ``.text()``, ``.json()``), ``.request(...)`` (the awaitable of one
-  request), ``.stub(binding, name)``, ``.check_method(binding, method)``, ``.classes``.
+  request), ``.stub(binding, name)``, ``.check_method(binding, method)``, ``.classes``. A host's stubs
+  carry ``_host`` (the simulation's object), so ``sim.inspect(stub)``, ``sim.evict(stub)`` and drive
+  expectations take them; a host whose methods are known before a call overrides ``Worker.methods``.
 - Drive scripts (``alarmkit.workers.drive``): ``load_drive(path)``, ``run_drive(worker, drive)``; a whole
   run as a ``RunResult`` (``run_worker``) or an exploration (``explore_worker``): ``alarmkit.workers.runs``.
 - The CLI (``alarmkit.workers.command``): ``alarmkit worker ENTRY [--wrangler F] --drive F --db J
