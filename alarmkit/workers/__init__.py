@@ -34,7 +34,7 @@ from ..errors import DriveError, WorkerError, WorkerUnsupported
 from ..runtime import Simulation
 from ._base import Headers, RefusedBinding, Request, Response, Var, Worker
 from .drive import DriveResult, DriveScript, load_drive, parse_drive, run_drive
-from ._load import DEFAULT_COMPAT, SUFFIXES, example, load_worker
+from ._load import SUFFIXES, example, load_worker
 from .runs import explore_worker, register, registered, run_worker
 from .wrangler import WranglerConfig, read_wrangler
 

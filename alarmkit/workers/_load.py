@@ -7,14 +7,13 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from ..errors import WorkerError
+from ..errors import AlarmkitError, WorkerError
 from ._base import RefusedBinding, Var, Worker
 from .wrangler import read_wrangler
 
-__all__ = ["load_worker", "example", "SUFFIXES", "DEFAULT_COMPAT"]
+__all__ = ["load_worker", "example", "SUFFIXES"]
 
 SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js"}
-DEFAULT_COMPAT = "2026-11-17"  # the compatibility date of the workerd alarmkit is calibrated against
 
 
 def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None = None,
@@ -39,7 +38,15 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
         merged.update(bindings)
     if compatibility_date is not None:
         compat = compatibility_date
-    compat = _compat(compat or DEFAULT_COMPAT)
+    compat = _compat(compat or sim.profile.compatibility_date)
+    if compat != sim.profile.compatibility_date:  # the runtime's date-gated rules (ctx.id.name) follow the worker's
+        try:
+            sim.configure(compatibility_date=compat)
+        except AlarmkitError:
+            raise WorkerError(
+                f"the worker's compatibility date {compat} differs from the simulation's "
+                f"{sim.profile.compatibility_date}, and the simulation has already run; load the worker first, "
+                f"or make it with Simulation(compatibility_date={compat!r})") from None
     if path is None:
         raise WorkerError("no worker module: pass its path (e.g. src/entry.py), or a wrangler file that names main")
     p = Path(path)

@@ -213,3 +213,34 @@ def test_ids_names_and_stub_fetch(tmp_path):
     assert sim.call(text()) == "POST https://do/x hi a"
     with pytest.raises(TypeError, match="64 hex digits"):
         ns.idFromString("zz")
+
+
+def test_the_compatibility_date_reaches_the_runtime(tmp_path):
+    path = write(tmp_path, "w.py", """
+        from workers import DurableObject
+
+        class N(DurableObject):
+            def __init__(self, ctx, env):
+                super().__init__(ctx, env)
+                self.seen = ctx.id.name
+
+            async def arm(self):
+                await self.ctx.storage.setAlarm(5_000)
+
+            async def alarm(self):
+                await self.ctx.storage.put("name_seen", self.seen)
+    """)
+    for date, expected in (("2026-01-01", "null"), ("2026-11-17", '"n"')):
+        sim = ak.Simulation(seed=0)
+        w = sim.load_worker(path, bindings={"N": "N"}, compatibility_date=date)
+        assert sim.profile.compatibility_date == date
+        stub = w.env.N.getByName("n")
+        sim.call(stub.arm())
+        sim.evict(stub)  # the alarm wakes it cold: ctx.id.name only from the workerd profile's id_name_since
+        sim.run()
+        assert sim.inspect(stub).sql("SELECT value FROM _cf_KV WHERE key = 'name_seen'") == [{"value": expected}]
+    late = ak.Simulation(seed=0)
+    late.advance(1)
+    late.journal_event("mark")
+    with pytest.raises(WorkerError, match="has already run"):
+        late.load_worker(path, bindings={"N": "N"}, compatibility_date="2026-01-01")
