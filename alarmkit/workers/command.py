@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         raise WorkerError("no worker module: pass ENTRY (e.g. src/entry.py) or --wrangler with main set")
     if args.profile is not None:
         get_profile(args.profile)
-    load_drive(args.drive)  # a malformed drive is refused before any file is made
+    _precheck(args, load_drive(args.drive))
     report = output_file(args.report, "--report", replaceable=is_report, what="report") if args.report else None
     journal = Journal(args.db) if args.db else None
     try:
@@ -135,6 +135,17 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(_readable(summary, args, report))
     return 1 if result["expect_failures"] else 0
+
+
+def _precheck(args: argparse.Namespace, drive: Any) -> None:
+    """Load the worker into a scratch simulation and check the drive against it, so a bad module, class or
+    method is refused before a journal or report file is made."""
+    from ..runtime import Simulation
+    from ._load import load_worker
+
+    worker = load_worker(Simulation(seed=0), args.entry if getattr(args, "entry", None) else getattr(args, "worker", None),
+                         bindings=dict(args.bind) or None, wrangler=args.wrangler, compatibility_date=args.compat)
+    drive.check(worker)
 
 
 def _alarms(result: Any) -> dict:
@@ -190,7 +201,7 @@ def _explore(args: argparse.Namespace) -> int:
         raise WorkerError(f"give a scenario or --worker, not both (got scenario {clean(args.scenario, 60)!r})")
     from .drive import load_drive
 
-    load_drive(args.drive)
+    _precheck(args, load_drive(args.drive))
     faults = FaultPlan.load(args.faults) if args.faults else None
     if args.workers == 0:
         raise AlarmkitError("--workers must be at least 1")

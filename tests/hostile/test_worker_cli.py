@@ -166,6 +166,9 @@ def test_a_drive_expectation_that_fails_exits_1_and_says_which(project, capsys):
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Default"], "Default is not a Durable Object class"),
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--compat", "soon"], "compatibility_date is a date"),
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--profile", "nope"], "nope"),
+    (["worker", "{w}", "--drive", "{bad}", "--bind", "BOX=Box", "--db", "{j}", "--report", "{r}"],
+     "Box (binding BOX) has no method 'sned'; its methods: ['alarm', 'put']"),
+    (["explore", "--worker", "{w}", "--drive", "{bad}", "--bind", "BOX=Box"], "has no method 'sned'"),
     (["explore", "--worker", "{w}"], "needs --drive"),
     (["explore", "lease-normal", "--worker", "{w}", "--drive", "{d}"], "not both"),
     (["explore", "--worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--invariant", "nope", "--workers", "1"],
@@ -174,7 +177,9 @@ def test_a_drive_expectation_that_fails_exits_1_and_says_which(project, capsys):
 def test_bad_arguments_are_one_line_and_exit_2(project, capsys, argv, message):
     d = project / "d.json"
     d.write_text(json.dumps({"steps": [{"call": "BOX", "name": "a", "method": "put", "args": [1]}]}))
-    argv = [a.format(w=project / "w.py", d=d) for a in argv]
+    bad = project / "bad.json"
+    bad.write_text(json.dumps({"steps": [{"call": "BOX", "name": "a", "method": "sned"}]}))
+    argv = [a.format(w=project / "w.py", d=d, bad=bad, j=project / "j.duckdb", r=project / "r.html") for a in argv]
     before = snapshot(project)
     rc, out, err = run(capsys, argv)
     assert rc == 2 and message in err, err
