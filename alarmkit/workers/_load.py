@@ -58,7 +58,9 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
         raise WorkerError(f"no worker module {str(p)!r}; check the path (relative to {Path.cwd()})")
     try:
         host = importlib.import_module(f"alarmkit.workers.{lang}")
-    except ImportError:
+    except ModuleNotFoundError as err:
+        if err.name != f"alarmkit.workers.{lang}":
+            raise  # the host is there and something it imports is not: its own error says what
         raise WorkerError(f"{p.name}: the {lang} worker host (alarmkit.workers.{lang}) is not installed in this "
                           "alarmkit; load a Python worker (.py) instead") from None
     return host.load(sim, p, merged, compat)
