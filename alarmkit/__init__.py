@@ -22,6 +22,7 @@ from .runtime import (
 )
 from .runtime.facets import AlarmProxyParent, facet_alarm_state
 from .scenarios import SCENARIOS, RunResult, list_scenarios, run_scenario, scenario
+from . import workers  # noqa: F401  (gives Simulation.load_worker its loader: docs/workers.md)
 from .explore import Counterexample, Exploration, FaultSpace, explore
 from ._public import publish as _publish
 

@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     realruns_commands(sub, export)
 
     ex = sub.add_parser("explore", help="search crash points and random faults for lost or duplicated work")
-    ex.add_argument("scenario", help="a name from `alarmkit list` (e.g. lease-ledger, lease-no-revival)")
+    ex.add_argument("scenario", nargs="?", default=None,
+                    help="a name from `alarmkit list` (e.g. lease-ledger, lease-no-revival), or --worker ENTRY")
     ex.add_argument("--seeds", type=_count, default=100, help="random runs (seeds 0..N-1); default 100")
     ex.add_argument("--faults", default=None, metavar="FILE",
                     help="a FaultPlan (.json or .toml) applied to every run instead of random plans")
@@ -126,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a fault plan entry that injected nothing in any run is an error (exit 2), not a warning")
     ex.add_argument("--json", action="store_true", help="print one JSON object")
     ex.set_defaults(fn=cmd_explore)
+    from .workers.command import add_arguments as worker_arguments, add_explore_arguments
+
+    add_explore_arguments(ex)
+    wk = sub.add_parser("worker", help="run your own worker module (e.g. a Python Worker) on a drive script")
+    worker_arguments(wk)
+    wk.set_defaults(fn=cmd_worker)
 
     from .calibrate.command import add_arguments as calibrate_arguments
 
@@ -163,7 +170,19 @@ def _count(text: str) -> int:
     return value
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    from .workers.command import run_command
+
+    return run_command(args)
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
+    if args.worker is not None:
+        from .workers.command import run_explore
+
+        return run_explore(args)
+    if args.scenario is None:
+        raise AlarmkitError("explore needs a scenario (a name from `alarmkit list`) or --worker ENTRY --drive FILE")
     from .errors import PlanNotApplied
     from .explore import MAX_CRASH_RUNS, explore
     from .runtime.faults import FaultPlan

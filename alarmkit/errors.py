@@ -28,6 +28,9 @@ __all__ = [
     "JsHostError",
     "JsError",
     "JsValueError",
+    "WorkerError",
+    "WorkerUnsupported",
+    "DriveError",
 ]
 
 
@@ -154,3 +157,18 @@ class JsError(AlarmkitError):
 class JsValueError(InvalidValue):
     """A value that cannot cross to JavaScript as JSON (NaN, infinity, bytes, an arbitrary object),
     refused before it is sent, naming what can."""
+
+
+# -- user workers (alarmkit.workers) ---------------------------------------------------------------------------
+class WorkerError(AlarmkitError):
+    """A worker cannot be loaded as given: no such file or class, a syntax error in its module, a binding
+    that names no Durable Object class, a wrangler file alarmkit cannot read."""
+
+
+class WorkerUnsupported(WorkerError):
+    """The worker used what the simulation cannot run (outbound fetch, a KV, R2, D1 or queue binding...);
+    the message names it and how to stub it (``bindings={"NAME": a_python_object}``)."""
+
+
+class DriveError(WorkerError):
+    """A drive script (requests and waits at virtual times) is malformed or names a missing method."""

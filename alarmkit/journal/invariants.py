@@ -55,6 +55,7 @@ INVARIANTS = {
     "dropped_wakeup": "alarm() succeeded, left work owed, and no alarm at or before it",
     "late": "an obligation was done more than max_late_ms after it was due",
     "runaway_retries": "one alarm was retried more than max_uncounted_retries times for uncounted failures",
+    "expect": "a stated expectation about the end state did not hold (an expect_failed event: a worker drive's expect)",
 }
 # After the last fault, how long the platform may take before the object's work is done:
 # the longest retry backoff (2 << 9 s plus 25 % jitter, alarm-scheduler.h) plus the documented
@@ -241,6 +242,9 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
         violations += run.dropped_wakeups(obs)
     if "runaway_retries" in wanted:
         violations += run.runaway_retries(max_uncounted_retries)
+    if "expect" in wanted:  # journaled by whoever checked the end state (alarmkit.workers.drive)
+        violations += [Violation("expect", r.object_id, r.t_ms, (r.detail or {}).get("message", "an expectation failed"))
+                       for r in rows if r.kind == "expect_failed"]
     for row in table:
         del row["early"]
     violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))

@@ -172,6 +172,18 @@ class Simulation(AlarmDelivery):
         setattr(self.env, binding, ns)
         return ns
 
+    # alarmkit.workers.load_worker, set when that package is imported (alarmkit/__init__ does): the runtime
+    # does not import the layer above it
+    worker_loader: Callable[..., Any] | None = None
+
+    def load_worker(self, path: Any = None, bindings: dict | None = None, wrangler: Any = None,
+                    compatibility_date: str | None = None) -> Any:
+        """Load a Cloudflare Worker's module (``.py``; ``.js``/``.ts`` with the JS host) unchanged; its
+        Durable Objects become objects of this simulation. Returns a ``Worker`` (docs/workers.md)."""
+        if Simulation.worker_loader is None:
+            raise AlarmkitError("alarmkit.workers is not loaded: import alarmkit.workers first")
+        return Simulation.worker_loader(self, path, bindings, wrangler, compatibility_date)
+
     def hosts(self) -> list[Host]:
         return [h for ns in self.namespaces.values() for h in ns.hosts.values()]
 

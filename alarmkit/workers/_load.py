@@ -1,0 +1,89 @@
+"""``load_worker``: the dispatch on a worker module's suffix to its language's host (see the package
+docstring, ``alarmkit/workers/__init__.py``), and ``example``: the example worker of notebook 10."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from ..errors import AlarmkitError, WorkerError
+from ._base import RefusedBinding, Var, Worker
+from .wrangler import read_wrangler
+
+__all__ = ["load_worker", "example", "SUFFIXES"]
+
+SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js"}
+
+
+def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None = None,
+                wrangler: str | Path | None = None, compatibility_date: str | None = None) -> Worker:
+    """Load the worker module at ``path`` into ``sim`` (see the module docstring); ``WorkerError`` when
+    the file, a class or a binding is missing or wrong, or the module does not import."""
+    merged: dict[str, Any] = {}
+    compat = None
+    cfg = None
+    if wrangler is not None:
+        cfg = read_wrangler(wrangler)
+        merged.update(cfg.durable_objects)
+        merged.update({k: Var(v) for k, v in cfg.vars.items()})
+        merged.update({name: RefusedBinding(name, what) for name, what in cfg.other.items()})
+        compat = cfg.compatibility_date
+        if path is None and cfg.main:
+            path = Path(cfg.path).parent / cfg.main
+    if bindings is not None:
+        if not isinstance(bindings, dict) or not all(isinstance(k, str) and k.isidentifier() for k in bindings):
+            raise WorkerError(f"bindings must map binding names (identifiers such as 'SESSIONS') to classes or "
+                              f"objects, got {bindings!r:.80}")
+        merged.update(bindings)
+    if compatibility_date is not None:
+        compat = compatibility_date
+    compat = _compat(compat or sim.profile.compatibility_date)
+    if compat != sim.profile.compatibility_date:  # the runtime's date-gated rules (ctx.id.name) follow the worker's
+        try:
+            sim.configure(compatibility_date=compat)
+        except AlarmkitError:
+            raise WorkerError(
+                f"the worker's compatibility date {compat} differs from the simulation's "
+                f"{sim.profile.compatibility_date}, and the simulation has already run; load the worker first, "
+                f"or make it with Simulation(compatibility_date={compat!r})") from None
+    if path is None:
+        raise WorkerError("no worker module: pass its path (e.g. src/entry.py), or a wrangler file that names main")
+    p = Path(path)
+    lang = SUFFIXES.get(p.suffix)
+    if lang is None:
+        raise WorkerError(f"{str(p)!r} is not a worker module alarmkit can load: the name ends in one of "
+                          f"{', '.join(SUFFIXES)}")
+    if not p.is_file():
+        raise WorkerError(f"no worker module {str(p)!r}; check the path (relative to {Path.cwd()})")
+    try:
+        host = importlib.import_module(f"alarmkit.workers.{lang}")
+    except ModuleNotFoundError as err:
+        if err.name != f"alarmkit.workers.{lang}":
+            raise  # the host is there and something it imports is not: its own error says what
+        raise WorkerError(f"{p.name}: the {lang} worker host (alarmkit.workers.{lang}) is not installed in this "
+                          "alarmkit; load a Python worker (.py) instead") from None
+    return host.load(sim, p, merged, compat)
+
+
+def _compat(value: Any) -> str:
+    import datetime as _dt
+
+    if not isinstance(value, str):
+        raise WorkerError(f"compatibility_date is a date such as '2026-11-17', got {value!r:.40}")
+    try:
+        _dt.date.fromisoformat(value)
+    except ValueError:
+        raise WorkerError(f"compatibility_date is a date such as '2026-11-17', got {value!r:.40}") from None
+    return value
+
+
+def example(name: str) -> Path:
+    """A file of the example Python Worker of notebook 10 (``notebooks/workers/``: ``outbox.py``,
+    ``outbox_fixed.py``, ``wrangler.jsonc``, ``drive.json``); source tree only, like the notebooks."""
+    folder = Path(__file__).resolve().parents[2] / "notebooks" / "workers"
+    path = folder / str(name)
+    if path.parent != folder or not path.is_file():
+        known = sorted(p.name for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+        raise WorkerError(f"no example worker file {name!r}; in {folder}: {known or 'nothing (not a source checkout)'}")
+    return path

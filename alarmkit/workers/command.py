@@ -1,0 +1,225 @@
+"""``alarmkit worker`` and ``alarmkit explore --worker``: the commands behind the CLI entries
+(``alarmkit/cli.py`` adds the parsers).
+
+    alarmkit worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
+                    [--db journal.duckdb] [--report out.html] [--seed N] [--profile P] [--json]
+    alarmkit explore --worker src/entry.py --drive drive.json [--invariant expect] [--seeds N] ...
+
+Exit codes: 0 the run (or search) finished; 1 a drive expectation failed (``worker``); 2 a usage problem
+(no such file or class, a syntax error in the module, a malformed drive), one line on stderr.
+Everything printed is free of control characters: a worker's own text (a response body, a log line,
+an error) is shown with them escaped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import AlarmkitError, WorkerError
+
+__all__ = ["add_arguments", "add_explore_arguments", "run_command", "run_explore", "clean"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: Any, limit: int = 300) -> str:
+    """``text`` for a terminal: control and bidi characters escaped, at most ``limit`` characters."""
+    s = str(text)
+    s = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
+    s = s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _bind(text: str) -> tuple[str, str]:
+    name, sep, cls = text.partition("=")
+    if not sep or not name.isidentifier() or not cls.isidentifier():
+        raise argparse.ArgumentTypeError(f"--bind takes BINDING=Class (identifiers), got {clean(text, 60)!r}")
+    return name, cls
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wrangler", default=None, metavar="FILE",
+                   help="wrangler.jsonc / .json / .toml: Durable Object bindings, vars, compatibility_date, main")
+    p.add_argument("--bind", action="append", type=_bind, default=[], metavar="NAME=Class",
+                   help="bind a Durable Object class of the module (repeatable; adds to or overrides --wrangler)")
+    p.add_argument("--compat", default=None, metavar="DATE", help="compatibility date (default: the wrangler file's)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("entry", nargs="?", default=None,
+                   help="the worker module (e.g. src/entry.py); optional when --wrangler names main")
+    p.add_argument("--drive", required=True, metavar="FILE", help="drive script: requests and waits (.json or .toml)")
+    _common(p)
+    p.add_argument("--db", default=None, help="journal file (DuckDB) to append the run to; default: in memory")
+    p.add_argument("--report", default=None, metavar="FILE", help="HTML report of the run to write, e.g. out.html")
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--profile", default=None, help="runtime profile (default workerd)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_explore_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--worker", default=None, metavar="ENTRY", help="explore your own worker module instead of a scenario")
+    p.add_argument("--drive", default=None, metavar="FILE", help="with --worker: the drive script")
+    _common(p)
+    p.add_argument("--invariant", action="append", default=None, metavar="NAME",
+                   help="check only these invariants (repeatable); default all, including expect")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be an integer, got {clean(text, 40)!r}") from None
+    if not 0 <= value <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"seed must be in 0..2**63-1, got {clean(text, 40)}")
+    return value
+
+
+def _fail(err: BaseException) -> int:
+    print(f"alarmkit: error: {clean(err, 600)}", file=sys.stderr)
+    return 2
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    for flag, value in (("the worker module", getattr(args, "entry", None) or getattr(args, "worker", None)),
+                        ("--drive", args.drive), ("--wrangler", args.wrangler)):
+        if value is not None and not Path(value).is_file():
+            raise WorkerError(f"{flag}: no file {clean(value, 120)!r}; check the path")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``alarmkit worker``: load, drive, print what each request did; journal and report when asked."""
+    try:
+        return _run(args)
+    except AlarmkitError as err:
+        return _fail(err)
+    except (OSError, RecursionError) as err:
+        return _fail(err)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .._paths import output_file
+    from ..journal import Journal
+    from ..runtime.profiles import get_profile
+    from ..viz.report import export_html, is_report
+    from .drive import load_drive
+    from .runs import run_worker
+
+    _check_paths(args)
+    if args.entry is None and args.wrangler is None:
+        raise WorkerError("no worker module: pass ENTRY (e.g. src/entry.py) or --wrangler with main set")
+    if args.profile is not None:
+        get_profile(args.profile)
+    _precheck(args, load_drive(args.drive))
+    report = output_file(args.report, "--report", replaceable=is_report, what="report") if args.report else None
+    journal = Journal(args.db) if args.db else None
+    try:
+        result = run_worker(args.entry, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
+                            compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile)
+        if report is not None:
+            export_html(result, report)
+    finally:
+        if journal is not None:
+            journal.close()
+    summary = {"run_id": result.run_id, "seed": result.seed, "profile": result.profile, "events": result.event_count,
+               "attempts": result.attempts, "requests": result["requests"], "failed": result["failed"],
+               "pending": result["pending"], "expect_failures": result["expect_failures"],
+               "outcomes": result["outcomes"], "final_alarms": _alarms(result)}
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        print(_readable(summary, args, report))
+    return 1 if result["expect_failures"] else 0
+
+
+def _precheck(args: argparse.Namespace, drive: Any) -> None:
+    """Load the worker into a scratch simulation and check the drive against it, so a bad module, class or
+    method is refused before a journal or report file is made."""
+    from ..runtime import Simulation
+    from ._load import load_worker
+
+    worker = load_worker(Simulation(seed=0), args.entry if getattr(args, "entry", None) else getattr(args, "worker", None),
+                         bindings=dict(args.bind) or None, wrangler=args.wrangler, compatibility_date=args.compat)
+    drive.check(worker)
+
+
+def _alarms(result: Any) -> dict:
+    sim = result.sim
+    return {k: (None if v is None else v - sim.start_ms) for k, v in sim.alarms().items()}
+
+
+def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
+    where = f"run {s['run_id']} in {clean(args.db, 120)}" if s["run_id"] is not None else "not journaled: --db FILE keeps it"
+    lines = [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
+             f"{s['requests']} requests, {s['failed']} failed, {s['pending']} still running at the end"]
+    for o in s["outcomes"]:
+        end = f"-> {o['done_ms']} ms" if "done_ms" in o else "-> still running"
+        if "error" in o:
+            got = f"error {o['error']}"
+        elif "status" in o:
+            got = f"{o['status']} {o['body']!r}"
+        else:
+            got = f"= {json.dumps(o.get('value'), default=str)}" if "value" in o else ""
+        lines.append(clean(f"  {o['t_ms']:>9} ms  {o['what']}  {end}  {got}", 200))
+    for a in s["attempts"]:
+        lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}", 200))
+    alarms = ", ".join(f"{k}: {v}" for k, v in s["final_alarms"].items()) or "no objects"
+    lines.append(clean(f"  alarms left: {alarms}", 400))
+    for f in s["expect_failures"]:
+        lines.append(clean(f"  EXPECT FAILED: {f}", 400))
+    if not s["expect_failures"]:
+        lines.append("  every expectation of the drive held" if s["requests"] else "")
+    if report is not None:
+        lines.append(clean(f"wrote {report}", 200))
+    return "\n".join(x for x in lines if x)
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    """``alarmkit explore --worker ENTRY --drive F``: crash points and fault plans on your worker."""
+    try:
+        return _explore(args)
+    except AlarmkitError as err:
+        return _fail(err)
+    except (OSError, RecursionError) as err:
+        return _fail(err)
+
+
+def _explore(args: argparse.Namespace) -> int:
+    from ..explore import MAX_CRASH_RUNS
+    from ..runtime.faults import FaultPlan
+    from .runs import explore_worker
+
+    if args.drive is None:
+        raise WorkerError("explore --worker needs --drive FILE: the requests that give the worker work to do")
+    _check_paths(args)
+    if getattr(args, "scenario", None):
+        raise WorkerError(f"give a scenario or --worker, not both (got scenario {clean(args.scenario, 60)!r})")
+    from .drive import load_drive
+
+    _precheck(args, load_drive(args.drive))
+    faults = FaultPlan.load(args.faults) if args.faults else None
+    if args.workers == 0:
+        raise AlarmkitError("--workers must be at least 1")
+    if args.max_crash_runs == 0:
+        raise AlarmkitError("--max-crash-runs must be at least 1")
+    result = explore_worker(
+        args.worker, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
+        compatibility_date=args.compat, faults=faults, seeds=args.seeds, depth=args.depth,
+        crash_points=None if args.crash_points == "none" else args.crash_points, workers=args.workers,
+        journal=args.db, out=args.out, progress=not args.json, strict=args.strict,
+        max_crash_runs=args.max_crash_runs or MAX_CRASH_RUNS, invariants=args.invariant,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+    else:
+        print("\n".join(clean(line, 2000) for line in result.report().splitlines()))
+        if result.out is not None:
+            print(clean(f"results: {result.out}", 400))
+    for w in result.warnings:
+        print(clean(f"alarmkit: warning: {w}", 600), file=sys.stderr)
+    return 0

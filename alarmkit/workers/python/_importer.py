@@ -1,0 +1,117 @@
+"""Importing a worker's modules in isolation: each load gets fresh module objects for the entry module and
+every module beside it (its folder is the worker's ``src/``), never entered in ``sys.modules``, whose
+``__builtins__`` carries an ``__import__`` that hands them the worker's own ``time``, ``datetime``,
+``asyncio``, ``js``, ``pyodide`` and ``workers`` (``_modules``).
+
+So two workers, or one module loaded twice, share no module state. What they do share is what Python
+itself shares: every other module (the standard library but those six, installed packages) is the
+process's one copy, imported the usual way, and reads real time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+from pathlib import Path
+from typing import Any
+
+from ...errors import WorkerError
+
+__all__ = ["Isolated"]
+
+MAX_SOURCE = 1 << 24  # 16 MiB: a worker module past this is not a hand-written one
+
+
+class Isolated:
+    """The module namespace of one loaded worker: ``load_entry(path)``; ``modules`` by name."""
+
+    def __init__(self, root: Path, shims: dict[str, types.ModuleType]) -> None:
+        self.root = root
+        self.shims = shims
+        self.modules: dict[str, types.ModuleType] = {}
+        self.builtins = dict(vars(builtins))
+        self.builtins["__import__"] = self._import
+
+    def load_entry(self, path: Path) -> types.ModuleType:
+        return self._exec(path.stem, path, is_package=False)
+
+    def _exec(self, name: str, path: Path, is_package: bool) -> types.ModuleType:
+        if name in self.modules:
+            return self.modules[name]
+        try:
+            size = path.stat().st_size
+            if size > MAX_SOURCE:
+                raise WorkerError(f"{path} is {size:,} bytes, past the {MAX_SOURCE:,} a worker module may be")
+            source = path.read_bytes()
+        except OSError as err:
+            raise WorkerError(f"cannot read worker module {path}: {err.strerror or err}") from None
+        try:
+            code = compile(source, str(path), "exec", dont_inherit=True)
+        except SyntaxError as err:
+            raise WorkerError(f"{path}:{err.lineno}: syntax error: {err.msg}; fix the module and load it again") from None
+        except ValueError as err:  # null bytes in the source
+            raise WorkerError(f"{path}: not Python source ({err})") from None
+        mod = types.ModuleType(name)
+        mod.__file__ = str(path)
+        mod.__builtins__ = self.builtins
+        mod.__package__ = name if is_package else name.rpartition(".")[0]
+        if is_package:
+            mod.__path__ = [str(path.parent)]
+        self.modules[name] = mod  # before running it: a cycle of imports finds it, as sys.modules does
+        try:
+            exec(code, mod.__dict__)
+        except WorkerError:
+            del self.modules[name]
+            raise
+        except RecursionError:
+            del self.modules[name]
+            raise WorkerError(f"importing {path} recursed too deeply (an import cycle or runaway recursion at top level)") from None
+        except Exception as err:
+            del self.modules[name]
+            raise WorkerError(f"importing {path} raised {type(err).__name__}: {str(err)[:200]}") from None
+        return mod
+
+    def _local(self, name: str) -> types.ModuleType | None:
+        """Load the worker's own module ``name`` (dotted) from its folder, or None if it is not there."""
+        parts = name.split(".")
+        base = self.root.joinpath(*parts)
+        if (base / "__init__.py").is_file():
+            found, pkg = base / "__init__.py", True
+        elif base.with_suffix(".py").is_file():
+            found, pkg = base.with_suffix(".py"), False
+        else:
+            return None
+        if len(parts) > 1:
+            parent = self._local(".".join(parts[:-1]))
+            if parent is None:
+                return None
+        mod = self._exec(name, found, pkg)
+        if len(parts) > 1:
+            setattr(self.modules[".".join(parts[:-1])], parts[-1], mod)
+        return mod
+
+    def _resolve(self, name: str, globals: dict | None, level: int) -> str:
+        package = (globals or {}).get("__package__") or ""
+        bits = package.split(".") if package else []
+        if level - 1 > len(bits) or (not bits and level):
+            raise ImportError(f"attempted relative import beyond the worker's folder ({'.' * level}{name})")
+        base = ".".join(bits[: len(bits) - (level - 1)])
+        return f"{base}.{name}" if name and base else (name or base)
+
+    def _import(self, name: str, globals: dict | None = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level:
+            name = self._resolve(name, globals, level)
+        top = name.partition(".")[0]
+        if name in self.shims or top in self.shims:
+            if name not in self.shims:
+                raise ImportError(f"No module named {name!r} in alarmkit's Python Worker host")
+            return self.shims[name] if fromlist else self.shims[top]
+        mod = self.modules.get(name) or self._local(name)
+        if mod is not None:
+            for item in fromlist or ():
+                if item != "*" and not hasattr(mod, item) and getattr(mod, "__path__", None):
+                    self._local(f"{name}.{item}")
+            return mod if fromlist else self.modules[top]
+        if level:
+            raise ImportError(f"No module named {name!r} in the worker's folder {self.root}")
+        return builtins.__import__(name, globals, locals, fromlist, 0)

@@ -1,0 +1,226 @@
+"""The modules a Python Worker gets in place of the process's: ``time``, ``datetime``, ``asyncio``, ``js``,
+``pyodide`` and ``pyodide.ffi``, each made for one loaded worker and reading that simulation's clock.
+
+Nothing global is patched: the real ``time`` and ``datetime`` modules are untouched, so threads, DuckDB,
+plotting and a Jupyter kernel keep real time. What reads the virtual clock is only the worker's own
+modules' names (see ``_importer``). The clock is the workerd one a handler sees: ``Date.now()`` does not
+move while code runs (workerd freezes it between I/O as a Spectre mitigation), and the local time zone is
+UTC, as in Workers, whatever the machine's.
+"""
+
+from __future__ import annotations
+
+import asyncio as _asyncio
+import datetime as _dt
+import json
+import time as _time
+import types
+from typing import Any
+
+from ...errors import WorkerUnsupported
+from ._convert import JsDate, JsDict, from_rpc, to_rpc
+from ._sdk import outbound_fetch
+
+__all__ = ["make_modules"]
+
+_UTC = _dt.timezone.utc
+
+
+def _clock_time(sim: Any) -> types.ModuleType:
+    mod = types.ModuleType("time", "time, reading the simulation's clock (UTC, frozen while code runs)")
+    mod.__dict__.update({k: v for k, v in vars(_time).items() if not k.startswith("__")})
+
+    def now_s() -> float:
+        return sim.now / 1000
+
+    def sleep(secs: float) -> None:
+        raise WorkerUnsupported("time.sleep() blocks the whole isolate and never moves the virtual clock; "
+                                "use await asyncio.sleep(seconds) in async code")
+
+    mod.__dict__.update(
+        time=now_s, time_ns=lambda: sim.now * 1_000_000, monotonic=now_s, monotonic_ns=lambda: sim.now * 1_000_000,
+        perf_counter=now_s, perf_counter_ns=lambda: sim.now * 1_000_000, sleep=sleep,
+        gmtime=lambda secs=None: _time.gmtime(now_s() if secs is None else secs),
+        localtime=lambda secs=None: _time.gmtime(now_s() if secs is None else secs),
+        ctime=lambda secs=None: _time.asctime(_time.gmtime(now_s() if secs is None else secs)),
+        asctime=lambda t=None: _time.asctime(_time.gmtime(now_s()) if t is None else t),
+        strftime=lambda fmt, t=None: _time.strftime(fmt, _time.gmtime(now_s()) if t is None else t),
+        timezone=0, altzone=0, daylight=0, tzname=("UTC", "UTC"),
+    )
+    return mod
+
+
+def _clock_datetime(sim: Any) -> types.ModuleType:
+    mod = types.ModuleType("datetime", "datetime, whose now()/utcnow()/today() read the simulation's clock")
+    mod.__dict__.update({k: v for k, v in vars(_dt).items() if not k.startswith("__")})
+
+    class datetime(_dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            t = _dt.datetime.fromtimestamp(sim.now / 1000, _UTC)
+            t = t.replace(tzinfo=None) if tz is None else t.astimezone(tz)
+            return cls(t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond, t.tzinfo)
+
+        @classmethod
+        def utcnow(cls) -> Any:
+            return cls.now()
+
+        @classmethod
+        def today(cls) -> Any:
+            return cls.now()
+
+    class date(_dt.date):
+        @classmethod
+        def today(cls) -> Any:
+            t = datetime.now()
+            return cls(t.year, t.month, t.day)
+
+    datetime.__module__ = date.__module__ = "datetime"
+    mod.datetime, mod.date = datetime, date
+    return mod
+
+
+def _asyncio(sim: Any) -> types.ModuleType:
+    mod = types.ModuleType("asyncio", "asyncio on the simulation's kernel: sleep, gather, create_task")
+    mod.__dict__.update({k: v for k, v in vars(_asyncio).items() if not k.startswith("__")})
+
+    def sleep(delay: float, result: Any = None) -> Any:
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 2**53 / 1000:
+            raise TypeError(f"asyncio.sleep() takes seconds in 0..2**53/1000, got {delay!r:.40}")
+
+        async def wait() -> Any:
+            await sim.kernel.sleep(int(round(delay * 1000)))
+            return result
+
+        return wait()
+
+    def gather(*aws: Any, return_exceptions: bool = False) -> Any:
+        if not return_exceptions:
+            return sim.gather(*aws)
+
+        async def caught(aw: Any) -> Any:
+            try:
+                return await aw
+            except Exception as err:  # noqa: BLE001 - return_exceptions: the error is the result
+                return err
+
+        return sim.gather(*(caught(a) for a in aws))
+
+    def create_task(coro: Any, name: str | None = None) -> Any:
+        return sim.spawn(coro, name or "task")
+
+    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task)
+    return mod
+
+
+def _js(sim: Any, sdk: types.ModuleType, logs: list) -> types.ModuleType:
+    mod = types.ModuleType("js", "the JavaScript globals a Python Worker reads, as the simulation provides them")
+
+    class Date:
+        @staticmethod
+        def now() -> float:
+            return float(sim.now)
+
+        @staticmethod
+        def new(*args: Any) -> JsDate:
+            return JsDate(float(sim.now) if not args else float(args[0]))
+
+    class _Object:
+        @staticmethod
+        def fromEntries(entries: Any) -> JsDict:
+            return JsDict(dict(entries))
+
+        @staticmethod
+        def keys(obj: Any) -> list:
+            return list(obj)
+
+    class _JSON:
+        @staticmethod
+        def stringify(value: Any, *a: Any) -> str:
+            return json.dumps(to_rpc(value), separators=(",", ":"))
+
+        @staticmethod
+        def parse(text: str) -> Any:
+            return from_rpc(json.loads(text))
+
+    class _Math:
+        @staticmethod
+        def random() -> float:
+            return sim.kernel.rng.random()
+
+    class _Console:
+        def _log(self, level: str, *args: Any) -> None:
+            logs.append((sim.now, level, " ".join(str(a) for a in args)))
+
+        def log(self, *a: Any) -> None:
+            self._log("log", *a)
+
+        def info(self, *a: Any) -> None:
+            self._log("info", *a)
+
+        def warn(self, *a: Any) -> None:
+            self._log("warn", *a)
+
+        def error(self, *a: Any) -> None:
+            self._log("error", *a)
+
+        debug = log
+
+    class _JsResponse:
+        @staticmethod
+        def new(body: Any = None, **options: Any) -> Any:
+            return sdk.Response(body, options.get("status"), options.get("statusText", ""), options.get("headers"))
+
+        @staticmethod
+        def json(data: Any, **options: Any) -> Any:
+            return sdk.Response.from_json(data, options.get("status", 200), "", options.get("headers"))
+
+    class _JsRequest:
+        @staticmethod
+        def new(url: Any, **options: Any) -> Any:
+            return sdk.Request(url, **options)
+
+    async def fetch(*a: Any, **kw: Any) -> Any:
+        raise outbound_fetch("js.fetch")
+
+    def _missing(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise WorkerUnsupported(f"js.{name}: this JavaScript global is not provided by alarmkit's Python Worker host "
+                                "(it has Date, JSON, Object, Math.random, console, Response, Request); "
+                                "see docs/workers.md")
+
+    mod.__dict__.update(Date=Date, Object=_Object, JSON=_JSON, Math=_Math, console=_Console(), Response=_JsResponse,
+                        Request=_JsRequest, fetch=fetch, __getattr__=_missing)
+    return mod
+
+
+def _pyodide() -> tuple[types.ModuleType, types.ModuleType]:
+    pkg = types.ModuleType("pyodide", "pyodide, as much of it as a Python Worker uses under alarmkit")
+    ffi = types.ModuleType("pyodide.ffi")
+
+    class JsProxy:
+        """No value here is a JsProxy: every value is already converted as the SDK converts it."""
+
+    class JsException(Exception):
+        pass
+
+    def to_js(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        return to_rpc(obj)
+
+    def run_sync(aw: Any) -> Any:
+        raise WorkerUnsupported("pyodide.ffi.run_sync: JSPI stack switching is not simulated; await the value instead")
+
+    ffi.__dict__.update(JsProxy=JsProxy, JsException=JsException, to_js=to_js, create_proxy=lambda f, **kw: f,
+                        create_once_callable=lambda f, **kw: f, destroy_proxies=lambda proxies: None, run_sync=run_sync,
+                        JsArray=list, JsMap=dict)
+    pkg.__dict__.update(ffi=ffi, __version__="0.28.2", __path__=[])
+    return pkg, ffi
+
+
+def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleType]:
+    """The shim modules of one worker, by the name its code imports them under."""
+    sim = worker.sim
+    pkg, ffi = _pyodide()
+    return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
+            "js": _js(sim, sdk, worker.logs), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk}

@@ -1,0 +1,98 @@
+"""A worker and a drive script as a run of alarmkit: ``run_worker`` (a ``RunResult``, journaled, ready for
+``plots``, ``report`` and ``check``) and ``explore_worker`` (crash points and fault plans, as ``explore``).
+
+Both go through a scenario named ``"worker"`` (``scenario_fn``), registered only while they run: the
+built-in scenario list stays what it is, and the explorer's worker processes register it by importing
+``alarmkit.workers._scenario``. Its parameters are plain text and data, so a run is replayable from
+its journal row: ``entry``, ``drive``, ``wrangler``, ``bindings`` (binding -> class name) and
+``compatibility_date``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import WorkerError
+
+__all__ = ["run_worker", "explore_worker", "scenario_fn", "registered", "register", "SCENARIO", "worker_params"]
+
+SCENARIO = "worker"
+DESCRIPTION = "your own worker module driven by a drive script (alarmkit worker, explore --worker)"
+
+
+def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", bindings: Any = {},  # noqa: B006
+                compatibility_date: str = "") -> dict:
+    """Load ``entry`` into ``sim`` and run ``drive``: the ``"worker"`` scenario."""
+    from ._load import load_worker
+    from .drive import load_drive, run_drive
+
+    worker = load_worker(sim, entry or None, bindings=dict(bindings) or None, wrangler=wrangler or None,
+                         compatibility_date=compatibility_date or None)
+    result = run_drive(worker, load_drive(drive))
+    return {"horizon_ms": sim.now, "requests": len(result.outcomes), "failed": len(result.failed),
+            "pending": len(result.pending), "expect_failures": result.expect_failures,
+            "outcomes": result.outcomes, "logs": list(getattr(worker, "logs", []))[:1000]}
+
+
+@contextlib.contextmanager
+def registered() -> Iterator[None]:
+    """The ``"worker"`` scenario registered for the duration (and removed after, however it ends)."""
+    from ..scenarios import SCENARIOS, scenario
+
+    had = SCENARIOS.get(SCENARIO)
+    scenario(SCENARIO, DESCRIPTION)(scenario_fn)
+    try:
+        yield
+    finally:
+        if had is None:
+            SCENARIOS.pop(SCENARIO, None)
+        else:
+            SCENARIOS[SCENARIO] = had
+
+
+def register() -> None:
+    """Register the ``"worker"`` scenario in this process for good: for what runs a scenario by name later,
+    such as the explorer widget (``Explorer("worker", entry=..., drive=..., wrangler=...)``). It then shows in
+    ``list_scenarios()`` and ``alarmkit demo`` would try to run it: prefer ``registered()`` in scripts."""
+    from ..scenarios import scenario
+
+    scenario(SCENARIO, DESCRIPTION)(scenario_fn)
+
+
+def worker_params(entry: str | Path | None, drive: str | Path, wrangler: str | Path | None = None,
+                  bindings: dict | None = None, compatibility_date: str | None = None) -> dict:
+    """The scenario's parameters: absolute paths (worker processes resolve them alike), class names as text."""
+    if bindings is not None:
+        if not isinstance(bindings, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()):
+            raise WorkerError("run_worker and explore_worker take bindings as binding name -> class name (text); "
+                              "to bind a Python object, use sim.load_worker(..., bindings=...) directly")
+    return {"entry": str(Path(entry).resolve()) if entry else "", "drive": str(Path(drive).resolve()),
+            "wrangler": str(Path(wrangler).resolve()) if wrangler else "", "bindings": dict(bindings or {}),
+            "compatibility_date": compatibility_date or ""}
+
+
+def run_worker(entry: str | Path | None, drive: str | Path, *, wrangler: str | Path | None = None,
+               bindings: dict | None = None, compatibility_date: str | None = None, seed: int = 0,
+               journal: Any = None, profile: str | None = None, faults: Any = None) -> Any:
+    """Run ``drive`` against the worker at ``entry`` in a fresh simulation; a ``RunResult`` (its summary has
+    ``requests``, ``failed``, ``pending``, ``expect_failures``, ``outcomes``, ``logs``)."""
+    from ..scenarios import run_scenario
+
+    params = worker_params(entry, drive, wrangler, bindings, compatibility_date)
+    with registered():
+        return run_scenario(SCENARIO, seed=seed, journal=journal, profile=profile, faults=faults, **params)
+
+
+def explore_worker(entry: str | Path | None, drive: str | Path, *, wrangler: str | Path | None = None,
+                   bindings: dict | None = None, compatibility_date: str | None = None, **kwargs: Any) -> Any:
+    """``alarmkit.explore`` on the worker and its drive (``kwargs``: ``seeds``, ``faults``, ``depth``,
+    ``crash_points``, ``invariants``, ``workers``, ``journal``, ``out``...); an ``Exploration``. The drive's
+    ``expect`` entries are checked in every run (the ``expect`` invariant)."""
+    from ..explore import explore
+
+    params = worker_params(entry, drive, wrangler, bindings, compatibility_date)
+    modules = list(kwargs.pop("modules", ())) + ["alarmkit.workers._scenario"]
+    with registered():
+        return explore(SCENARIO, params=params, modules=modules, **kwargs)

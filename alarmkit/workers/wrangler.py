@@ -1,0 +1,146 @@
+"""Reading a project's ``wrangler.jsonc`` / ``wrangler.json`` / ``wrangler.toml``: what a simulation
+needs from it (``main``, ``compatibility_date``, the Durable Object bindings, ``vars``) and the
+bindings it cannot run (KV, R2, D1, queues, services...), so a worker touching one is refused by name.
+
+Only the top-level environment is read (``env.<name>`` sections are ignored, as ``wrangler dev``
+without ``--env`` does). Never evaluated: JSON with comments and trailing commas, or TOML (tomllib).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import WorkerError
+
+__all__ = ["WranglerConfig", "read_wrangler", "OTHER_BINDINGS"]
+
+MAX_CONFIG = 1 << 20  # 1 MiB: a wrangler file is a few KiB
+
+# wrangler's config keys for bindings the simulation cannot run, and what each holds a binding's name in
+OTHER_BINDINGS = {
+    "kv_namespaces": ("binding", "KV namespace"),
+    "r2_buckets": ("binding", "R2 bucket"),
+    "d1_databases": ("binding", "D1 database"),
+    "services": ("binding", "service binding"),
+    "vectorize": ("binding", "Vectorize index"),
+    "hyperdrive": ("binding", "Hyperdrive config"),
+    "analytics_engine_datasets": ("binding", "Analytics Engine dataset"),
+    "workflows": ("binding", "Workflow"),
+    "mtls_certificates": ("binding", "mTLS certificate"),
+    "dispatch_namespaces": ("binding", "dispatch namespace"),
+    "send_email": ("name", "send_email binding"),
+}
+SINGLE_BINDINGS = {"ai": "Workers AI binding", "browser": "Browser Rendering binding", "images": "Images binding"}
+
+
+@dataclass
+class WranglerConfig:
+    """What a wrangler file says: ``durable_objects`` (binding -> class name), ``vars`` (binding -> value),
+    ``other`` (binding -> what it is, e.g. ``"KV namespace"``), ``main``, ``compatibility_date``."""
+
+    path: str
+    main: str | None = None
+    compatibility_date: str | None = None
+    durable_objects: dict[str, str] = field(default_factory=dict)
+    vars: dict[str, Any] = field(default_factory=dict)
+    other: dict[str, str] = field(default_factory=dict)
+
+
+def strip_jsonc(text: str) -> str:
+    """JSON with ``//`` and ``/* */`` comments and trailing commas, as plain JSON (strings kept whole)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise ValueError("a /* comment is never closed")
+            i = j + 2
+        elif c == ",":
+            j = i + 1
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if j < n and text[j] in "]}":
+                i += 1  # a trailing comma
+                continue
+            out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def read_wrangler(path: str | Path) -> WranglerConfig:
+    """Read a wrangler file; ``WorkerError`` naming the file and the fault when it cannot be read or is
+    not shaped as wrangler's (a binding without a name or class)."""
+    p = Path(path)
+    if not p.is_file():
+        raise WorkerError(f"no wrangler file {str(p)!r}; pass --wrangler wrangler.jsonc (or .toml), or leave it out "
+                          "and name the bindings")
+    if p.stat().st_size > MAX_CONFIG:
+        raise WorkerError(f"{p} is {p.stat().st_size:,} bytes, past the {MAX_CONFIG:,} a wrangler file may be")
+    try:
+        text = p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkerError(f"cannot read {p}: {err}") from None
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(strip_jsonc(text))
+    except (ValueError, RecursionError) as err:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
+        kind = "TOML" if p.suffix == ".toml" else "JSON (comments and trailing commas allowed)"
+        raise WorkerError(f"{p} is not {kind}: {str(err)[:160]}") from None
+    if not isinstance(data, dict):
+        raise WorkerError(f"{p} holds a {type(data).__name__}, not a table of settings")
+    return _config(str(p), data)
+
+
+def _config(where: str, data: dict) -> WranglerConfig:
+    cfg = WranglerConfig(where)
+    for key in ("main", "compatibility_date"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise WorkerError(f"{where}: {key} must be text, got {value!r:.60}")
+        setattr(cfg, key, value)
+    dobj = data.get("durable_objects", {})
+    bindings = dobj.get("bindings", []) if isinstance(dobj, dict) else None
+    if not isinstance(bindings, list):
+        raise WorkerError(f"{where}: durable_objects.bindings must be a list of {{name, class_name}} tables")
+    for b in bindings:
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not isinstance(b.get("class_name"), str):
+            raise WorkerError(f"{where}: each durable_objects.bindings entry needs text name and class_name, got {b!r:.80}")
+        if b.get("script_name"):
+            cfg.other[b["name"]] = f"Durable Object namespace of another worker ({b['script_name']!r})"
+        else:
+            cfg.durable_objects[b["name"]] = b["class_name"]
+    vars_ = data.get("vars", {})
+    if not isinstance(vars_, dict):
+        raise WorkerError(f"{where}: vars must be a table of names to values")
+    cfg.vars = dict(vars_)
+    for key, (name_key, what) in OTHER_BINDINGS.items():
+        entries = data.get(key, [])
+        for e in entries if isinstance(entries, list) else []:
+            if isinstance(e, dict) and isinstance(e.get(name_key), str):
+                cfg.other[e[name_key]] = what
+    queues = data.get("queues", {})
+    for e in queues.get("producers", []) if isinstance(queues, dict) else []:
+        if isinstance(e, dict) and isinstance(e.get("binding"), str):
+            cfg.other[e["binding"]] = "queue producer"
+    for key, what in SINGLE_BINDINGS.items():
+        e = data.get(key)
+        if isinstance(e, dict) and isinstance(e.get("binding"), str):
+            cfg.other[e["binding"]] = what
+    return cfg

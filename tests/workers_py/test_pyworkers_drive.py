@@ -1,0 +1,97 @@
+"""Drive scripts, wrangler files, expectations, and exploring a worker: the outbox of notebook 10 loses
+messages when the inbox crashes mid-delivery; its fix does not."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import alarmkit as ak
+from alarmkit.errors import DriveError, WorkerError
+from alarmkit.workers import explore_worker, load_drive, parse_drive, read_wrangler, run_drive, run_worker
+
+NB = Path(__file__).parents[2] / "notebooks" / "workers"
+
+
+def test_wrangler_jsonc_with_comments_and_trailing_commas(tmp_path):
+    cfg = read_wrangler(NB / "wrangler.jsonc")
+    assert cfg.main == "outbox.py" and cfg.compatibility_date == "2026-11-17"
+    assert cfg.durable_objects == {"OUTBOX": "Outbox", "INBOX": "Inbox"}
+    p = tmp_path / "wrangler.json"
+    p.write_text('{"vars": {"GREETING": "hi // not a comment"}, /* c */ "queues": {"producers": [{"binding": "Q", "queue": "q"}]},}')
+    got = read_wrangler(p)
+    assert got.vars == {"GREETING": "hi // not a comment"} and got.other == {"Q": "queue producer"}
+    p.write_text('{"durable_objects": {"bindings": [{"name": 3}]}}')
+    with pytest.raises(WorkerError, match="needs text name and class_name"):
+        read_wrangler(p)
+
+
+def test_drive_steps_times_and_refusals():
+    d = parse_drive({"steps": [{"fetch": "/a"}, {"after": 50, "call": "B", "name": "x", "method": "m", "args": [1]},
+                               {"at": 400, "restart": 10}], "until": 1_000})
+    assert [(s["kind"], s["t"]) for s in d.steps] == [("fetch", 0), ("call", 50), ("restart", 400)]
+    for bad, msg in [
+        ({}, 'steps" must be a non-empty list'),
+        ({"steps": [{"at": 5, "fetch": "/"}, {"at": 1, "fetch": "/"}]}, "before the previous step"),
+        ({"steps": [{"fetch": "/", "call": "B"}]}, "exactly one of"),
+        ({"steps": [{"at": -1, "fetch": "/"}]}, "at must be whole milliseconds"),
+        ({"steps": [{"call": "B", "name": "x", "method": "_private"}]}, "private"),
+        ({"steps": [{"fetch": "/", "bogus": 1}]}, "unknown field 'bogus'"),
+        ({"steps": [{"fetch": "/"}], "until": 0, "extra": 1}, "unknown key 'extra'"),
+        ({"steps": [{"fetch": "/"}], "expect": [{"object": "A:a", "sql": "DELETE FROM t", "equals": []}]}, "read-only"),
+    ]:
+        with pytest.raises(DriveError, match=msg):
+            parse_drive(bad, "d.json")
+
+
+def test_a_drive_naming_a_missing_method_or_binding_is_refused_before_it_runs():
+    sim = ak.Simulation(seed=0)
+    w = sim.load_worker(NB / "outbox.py", wrangler=NB / "wrangler.jsonc")
+    with pytest.raises(DriveError, match=r"step 1: Outbox \(binding OUTBOX\) has no method 'sned'; its methods: \['alarm', 'send'\]"):
+        run_drive(w, parse_drive({"steps": [{"call": "OUTBOX", "name": "a", "method": "sned"}]}))
+    with pytest.raises(DriveError, match="no Durable Object binding 'NOPE'"):
+        run_drive(w, parse_drive({"steps": [{"call": "NOPE", "name": "a", "method": "send"}]}))
+    assert sim.events().empty  # nothing ran
+
+
+def test_run_worker_journals_outcomes_and_retries_like_a_client(tmp_path):
+    j = ak.Journal(tmp_path / "j.duckdb")
+    r = run_worker(None, NB / "drive.json", wrangler=NB / "wrangler.jsonc", journal=j)
+    assert [a["t_ms"] for a in r.attempts] == [1_002, 6_002]
+    assert [(o["t_ms"], o["done_ms"], o["status"], o["body"]) for o in r["outcomes"]] == [
+        (0, 0, 200, '{"queued": 1}'), (300, 300, 200, '{"queued": 2}'), (5_000, 5_000, 200, '{"queued": 1}')]
+    assert r["expect_failures"] == []
+    assert len(j.events(r.run_id)) == r.event_count
+    j.close()
+    # one crash in the first send: the client tries again 100 ms later and gets its answer then
+    plan = ak.FaultPlan(crashes=[{"task": "rpc:send", "invocation": 1, "at_await": 1, "object": "alice"}])
+    r2 = run_worker(None, NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan)
+    first = r2["outcomes"][0]
+    assert (first["attempts"], first["done_ms"], first["status"]) == (2, 100, 200)
+    assert r2["expect_failures"] == []
+
+
+def test_the_expect_invariant_is_a_violation_check_reports(tmp_path):
+    plan = ak.FaultPlan(crashes=[{"task": "rpc:deliver", "invocation": 1, "at_await": 1, "object": "inbox"}])
+    r = run_worker(NB / "outbox.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan)
+    assert r["expect_failures"] == ['INBOX:inbox sql \'SELECT id FROM delivered ORDER BY id\': expected '
+                                    '[{"id": "m1"}, {"id": "m2"}, {"id": "m3"}], got [{"id": "m3"}]']
+    assert [(v.invariant, v.object) for v in ak.check(r).violations] == [("expect", "inbox")]
+    fixed = run_worker(NB / "outbox_fixed.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan)
+    assert fixed["expect_failures"] == [] and ak.check(fixed).ok
+    # the flush whose delivery crashed, then workerd's retry of it: 2 s plus up to 25 % jitter, and uncounted
+    # (retry_count stays 0) because the failure is the callee's crash (ObjectCrashed), as alarmkit models it
+    first, retry = fixed.attempts[:2]
+    assert first["t_ms"] == 1_002 and 2_000 <= retry["t_ms"] - 1_002 <= 2_500 and retry["retry_count"] == 0
+
+
+def test_explore_finds_the_outbox_bug_and_not_in_the_fix():
+    broken = explore_worker(NB / "outbox.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", seeds=0,
+                            workers=1, progress=False)
+    assert [c.invariant for c in broken.counterexamples] == ["expect"]
+    assert "rpc:deliver" in broken.report()
+    fixed = explore_worker(NB / "outbox_fixed.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", seeds=0,
+                           workers=1, progress=False)
+    assert fixed.counterexamples == [] and len(fixed.table) > 50
+    assert "worker" not in ak.SCENARIOS  # registered only while it ran
