@@ -104,11 +104,25 @@ class AlarmDelivery:
             self._watch(task)
 
     def _alarm_done(self, task: Task) -> None:
-        host, scheduled, retry_count, done, token = task.data
+        host = task.data[0]
         host._task_done(task)
         if self._watchdog is not None:
             self._unwatch()
-        err = task._exc
+        # the handler ended, its turn may not have: the outcome waits for the commit (the writes of a handler
+        # that threw commit too), and a reset later in the turn (ctx.abort(), a crash) fails it instead
+        # (workerd: the event's result waits on the output gate)
+        host.after_commit(self._alarm_end, task)
+
+    def _alarm_end(self, task: Task, reset: BaseException | None) -> None:
+        host, scheduled, retry_count, done, token = task.data
+        err = task._exc if reset is None else reset
+        if reset is None and self.fault_hooks and host.ctx is not None:
+            # the handler's end is a crash point too, after its turn committed and before the alarm manager
+            # learns the outcome: the process dies there and the alarm runs again (at-least-once delivery)
+            task.awaits += 1
+            if self.faults.crash_at_suspend(host, task):
+                host.crash(f"injected at the end of alarm() (await {task.awaits}), after its writes committed")
+                err = ObjectCrashed(f"object {host.label} crashed after alarm() returned, before the alarm was cleared")
         if err is None:
             nxt = host.alarm_backend.get(host)
             # log(), inlined and packed as deliver()'s fire is (_events); deliver() flushes
