@@ -67,7 +67,10 @@ class AlarmDelivery:
             host.ensure_live()
             await host.wait_gate()
         except Exception as err:  # noqa: BLE001 - a constructor's error is the attempt's failure
-            self._alarm_failed(host, scheduled, retry_count, err, done, token)
+            # workerd does not count it (Profile.constructor_failure_counted): a constructor that never
+            # recovers is retried on the backoff ladder for ever, never abandoned
+            counted = self.profile.constructor_failure_counted or host.instance is not None
+            self._alarm_failed(host, scheduled, retry_count, err, done, token, counted)
             return
         except BaseException as err:  # the object crashed with it (Host.ensure_live): an uncounted failure
             self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "the constructor"), done, token)
@@ -79,6 +82,9 @@ class AlarmDelivery:
             if self.fault_hooks:
                 self.faults.before_alarm(host, n, retry_count)
             handler = getattr(host.instance, "alarm", None)
+            if handler is None and self.profile.no_alarm_handler == "drop":
+                self._no_handler(host, scheduled, retry_count, done, token)
+                return
             if handler is None:
                 raise AlarmkitError(
                     f"{type(host.instance).__name__} has no alarm(info) handler; define async def alarm(self, info)"
@@ -131,8 +137,24 @@ class AlarmDelivery:
         else:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
 
-    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any) -> None:
-        counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
+    def _no_handler(self, host: Host, scheduled: int, retry_count: int, done: Callable, token: Any) -> None:
+        """A due alarm of a class without ``alarm()``: dropped, not retried, with a warning once per class
+        (workerd: ``runAlarm`` logs "Durable Object alarm() handler not found" once per isolate and
+        returns retry = false; the alarm manager deletes the alarm)."""
+        cls = type(host.instance)
+        detail = {"error": "NoAlarmHandler", "message": f"{cls.__name__} has no alarm() handler: the alarm is dropped",
+                  "counted": False, "retry": False}
+        warned = self.__dict__.setdefault("_warned_no_alarm", set())
+        if cls not in warned:
+            warned.add(cls)
+            detail["warning"] = f"{cls.__name__} has no alarm() handler; its due alarms are dropped (warned once)"
+        self.log("handler_error", host, scheduled, None, retry_count, detail)
+        done(token, False, False, False)
+
+    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any,
+                      counted: bool | None = None) -> None:
+        if counted is None:
+            counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
         if err.__class__ is Aborted and not err.retry_alarm:  # ctx.abort(reason, retry_alarm=False)
             self.log("handler_error", host, scheduled, None, retry_count, {**_error(err, False), "retry": False})
             done(token, False, False, False)
@@ -188,7 +210,16 @@ class AlarmDelivery:
         while limits and (limits[0][1].done() or limits[0][0] <= now):
             deadline, task = limits.popleft()
             if not task.done():
-                task.kill(HandlerTimeout(f"alarm() ran past the {limit} ms wall-clock limit"))
+                err = HandlerTimeout(f"alarm() ran past the {limit} ms wall-clock limit")
+                host = task.data[0]
+                if self.profile.limit_resets and host.ctx is not None:
+                    # workerd aborts the object (IoContext's limit, context.abort()): a new instance for the
+                    # retry, the turn's uncommitted writes gone, every call in it failing too
+                    self.log("aborted", host, None, None, None, {"reason": str(err), "retry_alarm": True,
+                                                                  "tasks": [t.name for t in host.tasks]})
+                    host.drop(err)
+                else:
+                    task.kill(err)
         if limits:
             self._watchdog = self.kernel.call_at(limits[0][0], self._check_limits)
 

@@ -43,7 +43,7 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "code", "locks", "unlocked", "starting", "turn", "finishing", "__weakref__",
+        "code", "locks", "unlocked", "starting", "turn", "finishing", "no_alarm", "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -73,6 +73,7 @@ class Host:
         self.starting: set[Task] | None = None
         self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
         self.turn: list | None = None  # the timer that commits this turn's writes (see the module docstring)
+        self.no_alarm = False  # the instance's class has no alarm() and set_alarm outside its constructor throws
         self.finishing: list | None = None  # (fn, args): outcomes waiting for this turn's commit
 
     def __repr__(self) -> str:
@@ -90,6 +91,7 @@ class Host:
             return self.instance
         self.sim.log("construct", self, None, None, None, None)
         self.ctx = self.sim.make_ctx(self)
+        self.no_alarm = False  # the constructor may set the alarm of a class without alarm()
         self.constructing = True
         try:
             self.instance = self.namespace.cls(self.ctx, self.sim.env)
@@ -104,6 +106,8 @@ class Host:
             raise
         finally:
             self.constructing = False
+        self.no_alarm = (self.sim.profile.no_alarm_handler == "drop" and self.parent is None  # (facets: their own rule)
+                         and not callable(getattr(self.instance, "alarm", None)))
         self._touch()  # its writes commit with the turn (workerd: the constructor runs in the first event's turn)
         return self.instance
 

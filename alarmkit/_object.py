@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 from ._checks import MAX_MS, custom_event, shown, text
 from ._kernel import Future, as_coro
 from ._storage import Cursor
-from .errors import AlarmkitError, AlarmTimeError
+from .errors import AlarmkitError, AlarmTimeError, NoAlarmHandler
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._host import Host
@@ -22,6 +22,8 @@ __all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "Alar
 
 # src/workerd/api/actor-state.c++: the message of the TypeError for setAlarm(t <= 0)
 SET_ALARM_NONPOSITIVE = "setAlarm() cannot be called with an alarm time <= 0"
+# actor-state.c++ assertCanSetAlarm: the TypeError of setAlarm() outside the constructor of a class without alarm()
+NO_ALARM_HANDLER = "Your Durable Object class must have an alarm() handler in order to call setAlarm()"
 
 
 class AlarmInfo(NamedTuple):
@@ -125,6 +127,18 @@ class Storage:
             return self._done(sum(db.kv_delete(k) for k in key))
         return self._done(db.kv_delete(key))
 
+    def delete_all(self) -> Any:
+        """``deleteAll()``: delete every key and table. Under a compatibility date with the flag
+        ``delete_all_deletes_alarm`` (2026-02-24 on) it deletes the alarm too, as ``delete_alarm()``;
+        before it, the alarm survives and fires."""
+        host = self._host
+        db = self._live()
+        db.delete_all()
+        host.wrote()
+        if host.sim.profile.flag("delete_all_deletes_alarm"):
+            host.stage_alarm(None)
+        return self._done(None)
+
     def list(self, prefix: str = "") -> Future:
         """A read, as ``get``."""
         return self._host.read(self._live().kv_list(prefix))
@@ -165,6 +179,8 @@ class Storage:
         host = self._host
         if host.ctx is None:
             host.check_alive()
+        if host.no_alarm and host.current_cause() != "constructor":
+            raise NoAlarmHandler(NO_ALARM_HANDLER)
         kernel = host.sim.kernel
         now = kernel.now
         # alarm_time()'s usual case, inlined (issue 17: with stage_alarm's cause and the handler's done() check,

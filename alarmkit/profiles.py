@@ -159,6 +159,20 @@ class Profile:
     # constructor and alarm() of an object the alarm woke 16 s after its last request, the constructor
     # running again at the alarm, under compatibility dates 2026-11-17 and 2026-01-28; re-run 2026-12-01)
     id_name_since: str | None = "2026-03-15"
+    # an alarm whose object's constructor throws: workerd retries it without counting (alarm-scheduler.c++
+    # makeAlarmTask catches the failure to start the event: countedRetry false), so a constructor that never
+    # recovers backs off forever and never exhausts (False); True counts it as alarm()'s failure
+    constructor_failure_counted: bool = False
+    # a due alarm of a class without alarm(): "drop" (workerd: runAlarm logs a warning once per isolate and
+    # returns retry = false; the alarm is deleted) or "retry" (a counted failure, retried to abandonment)
+    no_alarm_handler: str = "drop"
+    # alarm() past handler_limit_ms: True resets the object (workerd: context.abort(), a new instance for the
+    # retry), False kills only the handler
+    limit_resets: bool = True
+    # alarms due at one virtual instant: "seeded" (workerd: each alarm has its own timer and nothing orders
+    # them; an order drawn from the seed, each spread 0..same_instant_spread_ms later) or "arming" (arming order)
+    same_instant_order: str = "seeded"
+    same_instant_spread_ms: int = 0
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -186,6 +200,14 @@ class Profile:
             if not (v is None and name == "id_name_since") and not _is_date(v):
                 raise InvalidValue(f"profile {self.name!r} setting {name} must be a date 'YYYY-MM-DD'"
                                    f"{' or None' if name == 'id_name_since' else ''}, got {v!r}")
+        for name in ("constructor_failure_counted", "limit_resets"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be True or False, got {getattr(self, name)!r}")
+        for name, allowed in (("no_alarm_handler", ("drop", "retry")), ("same_instant_order", ("seeded", "arming"))):
+            if getattr(self, name) not in allowed:
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be one of {list(allowed)}, "
+                                   f"got {getattr(self, name)!r}")
+        time_ms(f"profile {self.name!r} setting same_instant_spread_ms", self.same_instant_spread_ms)
         if self.scheduler == "celld" and self.idle_evict_ms != self.resident_ms:
             # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
             # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)
@@ -203,6 +225,13 @@ class Profile:
         """Whether ``ctx.id.name`` is set in an instance that an alarm woke cold (``id_name_since``)."""
         return self.id_name_since is None or self.compatibility_date >= self.id_name_since
 
+    def flag(self, name: str) -> bool:
+        """Whether the compatibility flag ``name`` (``COMPAT_FLAGS``) is on at this profile's date."""
+        try:
+            return self.compatibility_date >= COMPAT_FLAGS[name]
+        except KeyError:
+            raise AlarmkitError(f"unknown compatibility flag {name!r}; known: {sorted(COMPAT_FLAGS)}") from None
+
     def retry_delay_ms(self, shift: int) -> int:
         """The nominal wait before a retry: ``retry_start << shift`` (no jitter)."""
         return self.retry_start_ms << shift
@@ -218,6 +247,13 @@ class Profile:
 
 
 REARM_AT_NOW = ("fires", "same-time-unfired")
+
+# compatibility flags alarmkit models, with the date each turns on (src/workerd/io/compatibility-date.capnp)
+COMPAT_FLAGS: Mapping[str, str] = MappingProxyType({
+    # deleteAll() also deletes the alarm (observed on local workerd 1.20261117.1: probe delete_all at
+    # 2026-11-17 deletes it, at 2026-01-28 the alarm survives and fires)
+    "delete_all_deletes_alarm": "2026-02-24",
+})
 
 
 def _is_date(value: Any) -> bool:
@@ -262,6 +298,8 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
         waker_tick_ms=60_000,  # CELLD_WAKER_TICK_MS default
         resident_ms=3_600_000,  # CELLD_ALARM_RESIDENT_MS default (1 h)
         idle_evict_ms=3_600_000,  # = resident_ms: a cell is resident until then
+        # not measured on celld: alarmkit's behaviour before the workerd fidelity work
+        constructor_failure_counted=True, no_alarm_handler="retry", limit_resets=False, same_instant_order="arming",
         version="0.3.0",
     ),
 })
