@@ -11,6 +11,7 @@ in memory and is lost on ``restart``, which reloads every row (revival).
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from ._events import arm_detail
@@ -55,6 +56,9 @@ class WorkerdScheduler:
         # a fixed latency and no latency fault: a constant, no call per fire
         self._late = self._latency.ms if self._latency.kind == "fixed" and not sim.fault_hooks else None
         self._fire_cb, self._finished_cb = self._fire, self._finished  # bound once, not per timer and fire
+        # Profile.same_instant_order "seeded": each fire timer's place among the timers of its instant is drawn
+        # from a generator of its own (seeded from the run's seed, so the jitter and latency draws are unmoved)
+        self._order = random.Random(f"same-instant:{sim.seed}") if sim.profile.same_instant_order == "seeded" else None
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -144,7 +148,13 @@ class WorkerdScheduler:
     def _arm_timer(self, entry: Entry, due: int) -> None:
         # checkTimestamp: never fire before the scheduled time; then the delivery latency
         late = self._late if self._late is not None else self._fire_latency(entry.host, self._latency, self.kernel.rng)
-        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry)
+        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
+
+    def _seq(self) -> int | None:
+        """A fire timer's place among the timers at its instant: arming order (None), or with a seeded order,
+        a random rank above every ordinary timer (high bits) made unique by a reserved sequence number."""
+        order = self._order
+        return None if order is None else (order.getrandbits(20) + 1) << 40 | self.kernel.reserve()
 
     def _fire(self, entry: Entry) -> None:
         host = entry.host
@@ -185,7 +195,7 @@ class WorkerdScheduler:
             # two inlines, 62,846 -> 61,775 instructions a lifecycle, valgrind, no journal)
             now = self.kernel.now
             late = self._late if self._late is not None else self._fire_latency(host, self._latency, self.kernel.rng)
-            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry)
+            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry, seq=self._seq())
             return
         entry.status = FINISHED
         if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does
