@@ -183,11 +183,11 @@ def probe_delete_all(wd: Any, rel_ms: int = 500, observe_s: float = 1.5) -> dict
     }
 
 
-def probe_lateness_many(wd: Any, objects: int = 100, fires_each: int = 3, spacing_ms: int = 400,
+def probe_lateness_many(wd: Any, objects: int = 100, fires_each: int = 3, spacing_ms: int = 10_000,
                         ahead_ms: int = 30_000, observe_s: float = 2.0) -> dict:
     """``objects`` objects armed in advance, ``fires_each`` rounds: each round arms every object for a time
-    ``ahead_ms`` on (offsets spread over ``spacing_ms``), waits for the fires, and records lateness =
-    Date.now() at alarm() start - scheduled time."""
+    ``ahead_ms`` on (offsets spread over ``spacing_ms``, so fires do not queue behind each other on a busy
+    machine), waits for the fires, and records lateness = Date.now() at alarm() start - scheduled time."""
     names = [new_name(wd, f"fid-late{i:03d}") for i in range(objects)]
     samples: list[int] = []
     first = None
