@@ -18,6 +18,7 @@ from ._checks import text
 from ._kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
+from ._turn import Settled, settle_future
 from .errors import Aborted, AlarmkitError, InjectedError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -255,7 +256,7 @@ class Host:
         event's result is held until its turn commits); a reset first fails the call with its error."""
         if self.turn is not None:
             turn_end = Future()
-            self.after_commit(_settle, turn_end)
+            self.after_commit(settle_future, turn_end)
             await turn_end
 
     def stage_alarm(self, at: int | None) -> None:
@@ -380,44 +381,6 @@ class Host:
         kernel = self.sim.kernel
         kernel.call_at(kernel.now, fut.set_result, None)
         return fut
-
-
-class Settled:
-    """A storage call's result, known at once: ``await`` returns it without suspending (in workerd an
-    awaited storage op on SQLite-backed storage resolves in the same turn; the turn goes on). The
-    await is still a crash point (a cheap check of the fault plan, as a suspension was), and a loop of
-    them is bounded: past ``step_limit`` such awaits at one instant, each one suspends, so the kernel's
-    step budget stops the loop with its ``RunawayError`` naming the task."""
-
-    __slots__ = ("host", "value")
-
-    def __init__(self, host: Host, value: Any) -> None:
-        self.host = host
-        self.value = value
-
-    def __await__(self):
-        host = self.host
-        sim = host.sim
-        kernel = sim.kernel
-        task = kernel.current
-        if task is not None:
-            task.awaits += 1
-            if sim.fault_hooks and host.ctx is not None and sim.faults.crash_at_suspend(host, task):
-                host.crash(f"injected at await {task.awaits} of {task.name}")
-                raise ObjectCrashed(f"object {host.label} crashed (injected at await {task.awaits} of {task.name})")
-        if sim.spin_at != kernel.now:
-            sim.spin_at, sim.spins = kernel.now, 0
-        sim.spins = spins = sim.spins + 1
-        if kernel.step_limit is not None and spins > kernel.step_limit:
-            return (yield kernel.checkpoint(self.value))  # a real suspension: the kernel counts it
-        return self.value
-
-
-def _settle(fut: Future, err: BaseException | None) -> None:
-    if err is None:
-        fut.set_result(None)
-    else:
-        fut.set_exception(err)
 
 
 def owner(task: Task | None) -> Host | None:
