@@ -99,11 +99,37 @@ class AlarmDelivery:
         except BaseException as err:  # KeyboardInterrupt, SystemExit: journaled, the object crashed, then raised
             self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "alarm"), done, token)
             raise
+        data = (host, scheduled, retry_count, done, token)
+        kernel = self.kernel
+        if not self.fault_hooks and not kernel._ready and kernel.current is None and coro.__class__ is CoroutineType:
+            # From a timer, with nothing else due first, the handler runs now, driven without a Task until it
+            # first truly suspends: one that only awaits settled storage calls ends in this send (its crash
+            # points need the Task's await count, so a fault plan takes the Task path below)
+            try:
+                fut = coro.send(None)
+            except StopIteration:
+                host._touch()  # what _task_done does for a task
+                host.after_commit(self._alarm_end, None, data, None)
+                return
+            except Exception as err:  # noqa: BLE001 - the handler's failure is the attempt's
+                host._touch()
+                host.after_commit(self._alarm_end, None, data, err)
+                return
+            except BaseException as err:  # KeyboardInterrupt, SystemExit: journaled, the object crashed, then raised
+                self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "alarm"), done, token)
+                raise
+            task = Task(kernel, coro, "alarm", host._on_suspend, data, False)  # it suspended: a Task takes over
+            host.tasks[task] = None
+            task._callbacks = [self._alarm_done_cb]
+            task._suspend(fut)
+            if task._value is PENDING and task._exc is None:
+                self._watch(task)
+            return
         # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
-        task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
+        task = Task(kernel, coro, "alarm", host._on_suspend, data, False)
         host.tasks[task] = None
         task._callbacks = [self._alarm_done_cb]
-        self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
+        kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
         if task._value is PENDING and task._exc is None:  # not task.done(), inlined; one that finished
             if not task.awaits:  # without suspending needs neither the gate nor the watchdog
                 host.lock_until_started(task)  # a microtask was waiting: the input gate holds others till it runs
@@ -117,12 +143,14 @@ class AlarmDelivery:
         # the handler ended, its turn may not have: the outcome waits for the commit (the writes of a handler
         # that threw commit too), and a reset later in the turn (ctx.abort(), a crash) fails it instead
         # (workerd: the event's result waits on the output gate)
-        host.after_commit(self._alarm_end, task)
+        host.after_commit(self._alarm_end, task, task.data, task._exc)
 
-    def _alarm_end(self, task: Task, reset: BaseException | None) -> None:
-        host, scheduled, retry_count, done, token = task.data
-        err = task._exc if reset is None else reset
-        if reset is None and self.fault_hooks and host.ctx is not None:
+    def _alarm_end(self, task: Task | None, data: tuple, exc: BaseException | None, reset: BaseException | None) -> None:
+        """The outcome of an ``alarm()`` (``task``: None when it ran without one) once its turn committed,
+        or the reset that dropped the turn first."""
+        host, scheduled, retry_count, done, token = data
+        err = exc if reset is None else reset
+        if reset is None and task is not None and self.fault_hooks and host.ctx is not None:
             # the handler's end is a crash point too, after its turn committed and before the alarm manager
             # learns the outcome: the process dies there and the alarm runs again (at-least-once delivery)
             task.awaits += 1
