@@ -67,9 +67,14 @@ def reference(path: Optional[str | Path] = None) -> Calibration:
     journal.con.unregister("runs_df")
     journal.con.unregister("events_df")
     cal.journal = journal
-    if path is None:  # the committed run, with the fidelity probes recorded beside it
+    if path is None:  # the committed run, with the fidelity probes recorded beside it (their real runs journaled too)
+        from .catalogue import PROBES
+        from .importer import import_result
+
         for name, result in fidelity_reference().items():
-            cal.observed.setdefault(name, result)
+            if name not in cal.observed:
+                cal.observed[name] = result
+                cal.real_runs[name] = import_result(journal, name, result, cal.version, dict(PROBES[name].kwargs))
     return cal
 
 
