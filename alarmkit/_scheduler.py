@@ -69,8 +69,7 @@ class WorkerdScheduler:
         # evicted object, its constructor runs before alarm() and its getAlarm() "shows the stored
         # time"; only alarm() itself sees null. So the constructor reads the row, not the hiding.
         if entry is not None and entry.status == STARTED:
-            current = self.kernel.current  # host.current_cause() != "constructor", inlined: alarm()'s end asks
-            if not host.constructing and (current is None or current.name != "constructor"):
+            if host.current_cause() != "constructor":  # the one cause rule (Host.current_cause)
                 return entry.queued if entry.rearmed else None
         return self.rows.get(host)
 
