@@ -22,6 +22,7 @@ __all__ = [
     "WorkerdError",
     "InvalidValue",
     "AlarmTimeError",
+    "NoAlarmHandler",
     "RunawayError",
     "JournalWriteError",
     "PlanNotApplied",
@@ -114,6 +115,11 @@ class InvalidValue(AlarmkitError, ValueError):
 class AlarmTimeError(InvalidValue, TypeError):
     """``set_alarm`` got a time it cannot take: a ``TypeError``, as workerd's ``setAlarm`` throws,
     and an ``InvalidValue`` (so the CLI reports it as a user error)."""
+
+
+class NoAlarmHandler(AlarmkitError, TypeError):
+    """``set_alarm`` from outside the constructor in a class without ``alarm()``: a ``TypeError``, as
+    workerd's ``assertCanSetAlarm`` throws (src/workerd/api/actor-state.c++)."""
 
 
 class RunawayError(AlarmkitError):

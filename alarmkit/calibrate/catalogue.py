@@ -20,8 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .behaviour_probes import probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm, probe_lateness, probe_outside_during_retry, probe_overlap, probe_past, probe_rearm, probe_restart_pending, probe_set_throw, probe_twice
-from .lab_probes import scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival, scenario_wake_evicted
+from .behaviour_probes import (
+    probe_abort, probe_bad_values, probe_cold_name, probe_delete_throw, probe_gate, probe_facet, probe_getalarm,
+    probe_lateness, probe_outside_during_retry, probe_overlap, probe_past, probe_rearm, probe_restart_pending,
+    probe_set_throw, probe_twice,
+)
+from .lab_probes import (
+    scenario_crash_after_effect, scenario_exhaustion, scenario_moves_only_earlier, scenario_normal, scenario_revival,
+    scenario_wake_evicted,
+)
+from .fid_probes import (
+    probe_ctor_fail, probe_delete_all, probe_lateness_many, probe_long_alarm, probe_no_alarm_class, probe_same_instant,
+    probe_turn_abort,
+)
 from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
@@ -78,6 +89,20 @@ PROBES: dict[str, ProbeSpec] = {
     "facet": ProbeSpec(probe_facet, {}),
     "restart_past_due": ProbeSpec(probe_restart_pending, {"variant": "past_due"}, restarts=True),
     "restart_future": ProbeSpec(probe_restart_pending, {"variant": "future"}, restarts=True),
+    # the fidelity probes (fid_probes.py, the Fid lab object): turns, constructors, no alarm(), limits, order
+    "turn_abort_await": ProbeSpec(probe_turn_abort, {"how": "await"}),
+    "turn_abort_noawait": ProbeSpec(probe_turn_abort, {"how": "noawait"}),
+    "turn_abort_sync": ProbeSpec(probe_turn_abort, {"how": "sync"}),
+    "ctor_fail_2": ProbeSpec(probe_ctor_fail, {"fails": 2}),
+    "ctor_fail_never": ProbeSpec(probe_ctor_fail, {"fails": 1000, "observe_s": 40.0}),
+    "no_alarm_class": ProbeSpec(probe_no_alarm_class, {}),
+    "same_instant": ProbeSpec(probe_same_instant, {}),
+    "delete_all_2026_11": ProbeSpec(probe_delete_all, {}),
+    "delete_all_2026_01": ProbeSpec(probe_delete_all, {}, sim={"compatibility_date": "2026-01-28"},
+                                    compat_date="2026-01-28"),
+    "lateness_many": ProbeSpec(probe_lateness_many, {}, long=True),
+    # 16.5 minutes of real time: the 15-minute limit
+    "long_alarm": ProbeSpec(probe_long_alarm, {}, long=True),
 }
 
 QUICK = [n for n, s in PROBES.items() if not s.long]

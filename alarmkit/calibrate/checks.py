@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
 from ..runtime.profiles import Profile, get_profile
+from .fid_checks import FID_FACTS, FID_TIMINGS, fid_info
 
 __all__ = ["Bands", "Check", "Verdict", "compare_results", "FACTS", "TIMINGS", "ORDER_KINDS"]
 
@@ -387,8 +388,12 @@ TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
 }
 
 
+FACTS.update(FID_FACTS)  # the fidelity probes (fid_checks.py)
+TIMINGS.update(FID_TIMINGS)
+
+
 def _info(name: str, r: dict) -> dict:
-    out = {}
+    out = fid_info(name, r)
     if name == "exhaustion":
         out = {"attempt times (s)": r["attempt_t_s"], "constructs while polling": r["constructs"]}
     elif name == "lateness":

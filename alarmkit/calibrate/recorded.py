@@ -8,6 +8,7 @@ the real runs (profile ``workerd-real@VERSION``) and the simulated runs of that 
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from importlib import resources
@@ -21,7 +22,7 @@ from ..journal import Journal
 from .calibration import Calibration, load_tables, save
 from .workerd import DEFAULT_VERSION
 
-__all__ = ["DATA_DIR", "reference", "reference_path", "write_reference"]
+__all__ = ["DATA_DIR", "reference", "reference_path", "write_reference", "fidelity_path", "fidelity_reference"]
 
 BLOCK_SIZE = 16_384
 
@@ -66,7 +67,29 @@ def reference(path: Optional[str | Path] = None) -> Calibration:
     journal.con.unregister("runs_df")
     journal.con.unregister("events_df")
     cal.journal = journal
+    if path is None:  # the committed run, with the fidelity probes recorded beside it (their real runs journaled too)
+        from .catalogue import PROBES
+        from .importer import import_result
+
+        for name, result in fidelity_reference().items():
+            if name not in cal.observed:
+                cal.observed[name] = result
+                cal.real_runs[name] = import_result(journal, name, result, cal.version, dict(PROBES[name].kwargs))
     return cal
+
+
+def fidelity_path(version: str = DEFAULT_VERSION) -> Path:
+    """``fidelity-workerd-VERSION.json``: the fidelity probes' results on real workerd (``fid_probes.py``),
+    recorded after the reference run and kept beside it as plain JSON."""
+    return data_dir() / f"fidelity-workerd-{version}.json"
+
+
+def fidelity_reference(version: str = DEFAULT_VERSION) -> dict[str, dict]:
+    """The recorded fidelity probe results by probe name ({} when there is no such file)."""
+    p = fidelity_path(version)
+    if not p.is_file():
+        return {}
+    return json.loads(p.read_text())["results"]
 
 
 def write_reference(cal: Calibration, path: Optional[str | Path] = None) -> Path:

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 
 from ..runtime import Simulation
 from ..runtime.profiles import PROFILES
+from .fidtwin import TwinFid, TwinFidNoAlarm
 from .simtwin import TwinLedger, TwinProbe, err_info
 from .workerd import WorkerdError
 
@@ -24,6 +25,18 @@ EPOCH_MS = 1_800_000_000_000  # 2027-01-15T08:00:00Z
 # workerd 2026-11-17: an idle object is evicted after ~10 s (scenario_wake_evicted: constructs at
 # -2 ms and at the alarm, 15 s later).
 LOCAL_WORKERD: dict[str, Any] = {"idle_evict_ms": PROFILES["workerd-local"].idle_evict_ms}
+# global-scope.c++, logWarningOnce when a due alarm finds no alarm() handler
+NO_HANDLER_WARNING = ("Attempted to run a scheduled alarm without a handler, did you remember to export an "
+                      "alarm() function?\n")
+
+
+def _num(v: Any) -> Any:
+    """worker.js probeParams: a numeric query value is a number."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return v
+    return int(f) if f.is_integer() else f
 
 
 class SimWorkerd:
@@ -38,6 +51,8 @@ class SimWorkerd:
         self.sim.advance(EPOCH_MS)
         self.ledgers = self.sim.namespace("LEDGER", TwinLedger)
         self.probes = self.sim.namespace("PROBE", TwinProbe)
+        self.sim.env.fid_log, self.sim.env.ctor_fails = [], {}  # worker.js FID_LOG and CTOR_FAILS
+        self.fids = {"fid": self.sim.namespace("FID", TwinFid), "noalarm": self.sim.namespace("FIDNOALARM", TwinFidNoAlarm)}
         self.down = False
         self._lag_ms = 0  # time spent stopped: the kernel jumps it at start()
         self._names: dict[str, int] = {}
@@ -136,7 +151,24 @@ class SimWorkerd:
             return out if isinstance(out, dict) else {"results": out, "now": self.sim.now}
         if path.startswith("/probe/"):
             return self.probe(path[len("/probe/"):], obj, **p)
+        if path == "/fid/log":
+            want = (params or {}).get("obj")
+            return {"now": self.sim.now, "rows": [r for r in self.sim.env.fid_log if not want or r["obj"] == want]}
+        if path.startswith("/fid/"):
+            stub = self.fids["noalarm" if p.pop("cls", None) == "noalarm" else "fid"].get(obj)
+            if self.down:
+                raise WorkerdError(f"simulated workerd is stopped: no answer for {path}")
+            try:
+                return self.sim.call(stub.op(path[len("/fid/"):], {k: _num(v) for k, v in p.items()}))
+            except Exception as e:  # noqa: BLE001 - worker.js answers {thrown: errInfo}
+                return {"thrown": err_info(e), "now": self.sim.now}
         return {"error": "not found", "path": path}
+
+    def log_tail(self, n: int = 4000) -> str:
+        """What workerd would have logged: the warning of a due alarm with no handler (once per class)."""
+        ev = self.sim.events()
+        warned = ev[(ev["kind"] == "handler_error") & ev["detail"].fillna("").str.contains('"warning"')]
+        return NO_HANDLER_WARNING * len(warned)
 
     def events(self, obj: str, cls: Optional[str] = None) -> list[dict]:
         r = self._call("/events", lambda: self._stub(obj, cls).events())

@@ -140,6 +140,12 @@ class Task(Future):
                 self.set_exception(AlarmkitError(f"task {self.name!r} was interrupted by {type(err).__name__}"))
             raise
         kernel.current = None
+        self._suspend(fut)
+
+    def _suspend(self, fut: Any) -> None:
+        """The coroutine yielded ``fut`` (its step is over): wait for it. Also how a coroutine driven
+        without a task until its first true suspension (the runtime's alarm() handlers) is handed over."""
+        kernel = self.kernel
         if fut.__class__ is Ready:
             # await of a known value (set_alarm's and storage's checkpoints) used to await a Future a
             # microtask resolved (hop 1: set_result -> _wakeup queued hop 2, this step). Same hops, same

@@ -67,7 +67,10 @@ class AlarmDelivery:
             host.ensure_live()
             await host.wait_gate()
         except Exception as err:  # noqa: BLE001 - a constructor's error is the attempt's failure
-            self._alarm_failed(host, scheduled, retry_count, err, done, token)
+            # workerd does not count it (Profile.constructor_failure_counted): a constructor that never
+            # recovers is retried on the backoff ladder for ever, never abandoned
+            counted = self.profile.constructor_failure_counted or host.instance is not None
+            self._alarm_failed(host, scheduled, retry_count, err, done, token, counted)
             return
         except BaseException as err:  # the object crashed with it (Host.ensure_live): an uncounted failure
             self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "the constructor"), done, token)
@@ -79,6 +82,9 @@ class AlarmDelivery:
             if self.fault_hooks:
                 self.faults.before_alarm(host, n, retry_count)
             handler = getattr(host.instance, "alarm", None)
+            if handler is None and self.profile.no_alarm_handler == "drop":
+                self._no_handler(host, scheduled, retry_count, done, token)
+                return
             if handler is None:
                 raise AlarmkitError(
                     f"{type(host.instance).__name__} has no alarm(info) handler; define async def alarm(self, info)"
@@ -93,22 +99,64 @@ class AlarmDelivery:
         except BaseException as err:  # KeyboardInterrupt, SystemExit: journaled, the object crashed, then raised
             self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "alarm"), done, token)
             raise
+        data = (host, scheduled, retry_count, done, token)
+        kernel = self.kernel
+        if not self.fault_hooks and not kernel._ready and kernel.current is None and coro.__class__ is CoroutineType:
+            # From a timer, with nothing else due first, the handler runs now, driven without a Task until it
+            # first truly suspends: one that only awaits settled storage calls ends in this send (its crash
+            # points need the Task's await count, so a fault plan takes the Task path below)
+            try:
+                fut = coro.send(None)
+            except StopIteration:
+                host._touch()  # what _task_done does for a task
+                host.after_commit(self._alarm_end, None, data, None)
+                return
+            except Exception as err:  # noqa: BLE001 - the handler's failure is the attempt's
+                host._touch()
+                host.after_commit(self._alarm_end, None, data, err)
+                return
+            except BaseException as err:  # KeyboardInterrupt, SystemExit: journaled, the object crashed, then raised
+                self._alarm_failed(host, scheduled, retry_count, host.interrupted(err, "alarm"), done, token)
+                raise
+            task = Task(kernel, coro, "alarm", host._on_suspend, data, False)  # it suspended: a Task takes over
+            host.tasks[task] = None
+            task._callbacks = [self._alarm_done_cb]
+            task._suspend(fut)
+            if task._value is PENDING and task._exc is None:
+                self._watch(task)
+            return
         # host.spawn(), with _alarm_done as the one callback (it calls host._task_done first)
-        task = Task(self.kernel, coro, "alarm", host._on_suspend, (host, scheduled, retry_count, done, token), False)
+        task = Task(kernel, coro, "alarm", host._on_suspend, data, False)
         host.tasks[task] = None
         task._callbacks = [self._alarm_done_cb]
-        self.kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
+        kernel.start(task)  # from a timer, the handler runs now: nothing else would run before it
         if task._value is PENDING and task._exc is None:  # not task.done(), inlined; one that finished
             if not task.awaits:  # without suspending needs neither the gate nor the watchdog
                 host.lock_until_started(task)  # a microtask was waiting: the input gate holds others till it runs
             self._watch(task)
 
     def _alarm_done(self, task: Task) -> None:
-        host, scheduled, retry_count, done, token = task.data
+        host = task.data[0]
         host._task_done(task)
         if self._watchdog is not None:
             self._unwatch()
-        err = task._exc
+        # the handler ended, its turn may not have: the outcome waits for the commit (the writes of a handler
+        # that threw commit too), and a reset later in the turn (ctx.abort(), a crash) fails it instead
+        # (workerd: the event's result waits on the output gate)
+        host.after_commit(self._alarm_end, task, task.data, task._exc)
+
+    def _alarm_end(self, task: Task | None, data: tuple, exc: BaseException | None, reset: BaseException | None) -> None:
+        """The outcome of an ``alarm()`` (``task``: None when it ran without one) once its turn committed,
+        or the reset that dropped the turn first."""
+        host, scheduled, retry_count, done, token = data
+        err = exc if reset is None else reset
+        if reset is None and task is not None and self.fault_hooks and host.ctx is not None:
+            # the handler's end is a crash point too, after its turn committed and before the alarm manager
+            # learns the outcome: the process dies there and the alarm runs again (at-least-once delivery)
+            task.awaits += 1
+            if self.faults.crash_at_suspend(host, task):
+                host.crash(f"injected at the end of alarm() (await {task.awaits}), after its writes committed")
+                err = ObjectCrashed(f"object {host.label} crashed after alarm() returned, before the alarm was cleared")
         if err is None:
             nxt = host.alarm_backend.get(host)
             # log(), inlined and packed as deliver()'s fire is (_events); deliver() flushes
@@ -117,8 +165,24 @@ class AlarmDelivery:
         else:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)
 
-    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any) -> None:
-        counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
+    def _no_handler(self, host: Host, scheduled: int, retry_count: int, done: Callable, token: Any) -> None:
+        """A due alarm of a class without ``alarm()``: dropped, not retried, with a warning once per class
+        (workerd: ``runAlarm`` logs "Durable Object alarm() handler not found" once per isolate and
+        returns retry = false; the alarm manager deletes the alarm)."""
+        cls = type(host.instance)
+        detail = {"error": "NoAlarmHandler", "message": f"{cls.__name__} has no alarm() handler: the alarm is dropped",
+                  "counted": False, "retry": False}
+        warned = self.__dict__.setdefault("_warned_no_alarm", set())
+        if cls not in warned:
+            warned.add(cls)
+            detail["warning"] = f"{cls.__name__} has no alarm() handler; its due alarms are dropped (warned once)"
+        self.log("handler_error", host, scheduled, None, retry_count, detail)
+        done(token, False, False, False)
+
+    def _alarm_failed(self, host: Host, scheduled: int, retry_count: int, err: BaseException, done: Callable, token: Any,
+                      counted: bool | None = None) -> None:
+        if counted is None:
+            counted = not isinstance(err, (ObjectCrashed, UncountedFailure))
         if err.__class__ is Aborted and not err.retry_alarm:  # ctx.abort(reason, retry_alarm=False)
             self.log("handler_error", host, scheduled, None, retry_count, {**_error(err, False), "retry": False})
             done(token, False, False, False)
@@ -174,7 +238,16 @@ class AlarmDelivery:
         while limits and (limits[0][1].done() or limits[0][0] <= now):
             deadline, task = limits.popleft()
             if not task.done():
-                task.kill(HandlerTimeout(f"alarm() ran past the {limit} ms wall-clock limit"))
+                err = HandlerTimeout(f"alarm() ran past the {limit} ms wall-clock limit")
+                host = task.data[0]
+                if self.profile.limit_resets and host.ctx is not None:
+                    # workerd aborts the object (IoContext's limit, context.abort()): a new instance for the
+                    # retry, the turn's uncommitted writes gone, every call in it failing too
+                    self.log("aborted", host, None, None, None, {"reason": str(err), "retry_alarm": True,
+                                                                  "tasks": [t.name for t in host.tasks]})
+                    host.drop(err)
+                else:
+                    task.kill(err)
         if limits:
             self._watchdog = self.kernel.call_at(limits[0][0], self._check_limits)
 

@@ -145,6 +145,7 @@ class FacetHost(Host):
 
     async def output_gate(self, name: str) -> None:
         """Wait for the commit a result depends on; if that commit fails, so does the call."""
+        await super().output_gate(name)  # the call's writes commit (or fail to) when its turn ends
         doomed = self.doomed
         if doomed is not None:
             self.held.append(name)

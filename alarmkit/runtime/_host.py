@@ -1,6 +1,12 @@
 """One object identity: its durable ``Database`` (which outlives instances) and, while it is
-awake, its instance, ``ctx`` and tasks. Every suspension of one of its tasks is a commit point;
-a crash rolls back what had not committed and kills every task in the instance.
+awake, its instance, ``ctx`` and tasks.
+
+The turn model (workerd's, docs/runtime.md "Turns and commits"): a write opens the object's turn,
+and the turn's writes commit together when the turn ends, i.e. once the microtasks queued behind the
+code that wrote have drained (a zero-delay timer, as workerd's ``kj::evalLater`` in
+``ActorSqlite::onWrite``). Awaiting a storage call is not a suspension (``Settled``). A reset (a
+crash, ``ctx.abort()``, an injected fault, the 15-minute limit) drops what the turn had not
+committed and kills every task in the instance.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from .._checks import text
 from ..kernel import Future, Task
 from ._object import DurableObject, DurableObjectState
 from ._storage import Database
+from ._turn import Settled, settle_future
 from ..errors import Aborted, AlarmkitError, InjectedError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +44,7 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "code", "locks", "unlocked", "starting", "__weakref__",
+        "code", "locks", "unlocked", "starting", "turn", "finishing", "no_alarm", "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -66,6 +73,9 @@ class Host:
         # an empty set is 216 B, 0.2 GiB at 1M objects, and most objects never hold one while idle)
         self.starting: set[Task] | None = None
         self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
+        self.turn: list | None = None  # the timer that commits this turn's writes (see the module docstring)
+        self.no_alarm = False  # the instance's class has no alarm() and set_alarm outside its constructor throws
+        self.finishing: list | None = None  # (fn, args): outcomes waiting for this turn's commit
 
     def __repr__(self) -> str:
         return f"<Host {self.label}>"
@@ -82,6 +92,7 @@ class Host:
             return self.instance
         self.sim.log("construct", self, None, None, None, None)
         self.ctx = self.sim.make_ctx(self)
+        self.no_alarm = False  # the constructor may set the alarm of a class without alarm()
         self.constructing = True
         try:
             self.instance = self.namespace.cls(self.ctx, self.sim.env)
@@ -96,8 +107,9 @@ class Host:
             raise
         finally:
             self.constructing = False
-        self.commit()
-        self._touch()
+        self.no_alarm = (self.sim.profile.no_alarm_handler == "drop" and self.parent is None  # (facets: their own rule)
+                         and not callable(getattr(self.instance, "alarm", None)))
+        self._touch()  # its writes commit with the turn (workerd: the constructor runs in the first event's turn)
         return self.instance
 
     def check_alive(self) -> None:
@@ -105,10 +117,15 @@ class Host:
             raise ObjectCrashed(f"object {self.label} is no longer running (it crashed or was evicted)")
 
     def drop(self, exc: BaseException) -> None:
-        """The instance goes away (crash, eviction, restart): uncommitted writes are lost."""
+        """The instance goes away (crash, eviction, restart, abort): the turn's uncommitted writes are
+        lost, and outcomes waiting for its commit (an ``alarm()`` that had returned) fail with ``exc``."""
         if self._db is not None:
             self._db.rollback()
         self.staged = _UNSET
+        if self.turn is not None:
+            self.sim.kernel.cancel(self.turn)
+            self.turn = None
+        finishing, self.finishing = self.finishing, None
         self.instance = None
         self.ctx = None
         self.gate = None
@@ -125,6 +142,9 @@ class Host:
         for child in self.facets.values():  # facets live inside their parent's process
             if child.instance is not None:
                 child.drop(exc)
+        if finishing:
+            for fn, args in finishing:
+                fn(*args, exc)
 
     def crash(self, reason: str) -> None:
         self.sim.log("crash", self, None, None, None, {"reason": reason, "tasks": [t.name for t in self.tasks]})
@@ -185,8 +205,7 @@ class Host:
             return  # killed with its instance
         if self.starting:
             self._started(task)
-        self.commit()  # not inlined: FacetHost overrides both
-        self._touch()
+        self._touch()  # no commit: the turn commits (a task's end is not a turn's end)
 
     def _on_suspend(self, task: Task) -> None:
         if self.starting:
@@ -194,19 +213,59 @@ class Host:
         sim = self.sim  # with no fault plan (the base Faults), crash_at_suspend is False: not called
         if sim.fault_hooks and sim.faults.crash_at_suspend(self, task):
             self.crash(f"injected at await {task.awaits} of {task.name}")
-        else:
-            self.commit()
 
     def current_cause(self) -> str:
+        """Whose write this is, "constructor" or "user": the one rule (the constructor itself, or a
+        ``block_concurrency_while`` it started, whose task is named "constructor")."""
         current = self.sim.kernel.current
         if self.constructing or (current is not None and current.name == "constructor"):
             return "constructor"
         return "user"
 
+    # -- turns --------------------------------------------------------------------------
+    def wrote(self) -> None:
+        """A write joined this turn: open the turn if it is not open (its commit runs once the
+        microtasks queued now have drained: workerd's ``kj::evalLater`` commit in ``ActorSqlite::onWrite``)."""
+        if self.turn is None:
+            kernel = self.sim.kernel
+            self.turn = kernel.call_at(kernel.now, self.end_turn)
+
+    def end_turn(self) -> None:
+        """The turn ended: commit its writes, then run the outcomes that waited for the commit."""
+        if self.turn is not None:
+            self.sim.kernel.cancel(self.turn)
+            self.turn = None
+        self.commit()  # not inlined: FacetHost overrides it
+        finishing, self.finishing = self.finishing, None
+        if finishing:
+            for fn, args in finishing:
+                fn(*args, None)
+
+    def after_commit(self, fn: Callable, *args: Any) -> None:
+        """Call ``fn(*args, err)`` once this turn's writes are durable (``err`` None), or, when the
+        instance is reset first, with the reset's error; at once (``err`` None) when no turn is open."""
+        if self.turn is None:
+            fn(*args, None)
+        elif self.finishing is None:
+            self.finishing = [(fn, args)]
+        else:
+            self.finishing.append((fn, args))
+
+    async def output_gate(self, name: str) -> None:
+        """Wait until the writes a call's result depends on are durable (workerd's output gate: an
+        event's result is held until its turn commits); a reset first fails the call with its error."""
+        if self.turn is not None:
+            turn_end = Future()
+            self.after_commit(settle_future, turn_end)
+            await turn_end
+
     def stage_alarm(self, at: int | None) -> None:
-        current = self.sim.kernel.current  # current_cause(), inlined: every set_alarm stages
-        self.staged = (at, "constructor" if self.constructing or (current is not None and current.name == "constructor")
-                       else "user")
+        self.staged = (at, self.current_cause())
+        self.wrote()
+
+    def settled(self, value: Any) -> Settled:
+        """The awaitable of a storage call whose result is known: awaiting it does not suspend."""
+        return Settled(self, value)
 
     def visible_alarm(self) -> int | None:
         self.check_alive()
@@ -316,7 +375,12 @@ class Host:
             raise ObjectCrashed(f"object {self.label} crashed after effect {name}")
         if after == "throw":
             raise InjectedError(f"injected: effect {name}({key!r}) failed after it ran")
-        return self.sim.kernel.checkpoint(None)
+        # external I/O ends the turn: its result comes back in a later event, after this turn's writes
+        # committed (workerd's output gate holds the outgoing request until they are durable)
+        fut = Future()
+        kernel = self.sim.kernel
+        kernel.call_at(kernel.now, fut.set_result, None)
+        return fut
 
 
 def owner(task: Task | None) -> Host | None:

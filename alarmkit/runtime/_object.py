@@ -1,8 +1,8 @@
 """What user code sees: ``DurableObject``, its ``ctx`` and ``ctx.storage``, ``AlarmInfo``.
 
 The surface follows the JavaScript API in snake_case (``setAlarm`` -> ``set_alarm``). Storage
-calls take effect at once; awaiting them is a suspension point (and so a commit point), as
-awaiting a resolved promise is in JavaScript. Forgetting ``await`` loses nothing.
+calls take effect at once and join the object's turn; the turn's writes commit together when it
+ends (``_host``: the turn model). Awaiting a write does not suspend; forgetting ``await`` loses nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .._checks import MAX_MS, shown, text
 from ..journal import custom_event
 from ..kernel import Future, as_coro
 from ._storage import Cursor
-from ..errors import AlarmkitError, AlarmTimeError
+from ..errors import AlarmkitError, AlarmTimeError, NoAlarmHandler
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._host import Host
@@ -23,6 +23,8 @@ __all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "Alar
 
 # src/workerd/api/actor-state.c++: the message of the TypeError for setAlarm(t <= 0)
 SET_ALARM_NONPOSITIVE = "setAlarm() cannot be called with an alarm time <= 0"
+# actor-state.c++ assertCanSetAlarm: the TypeError of setAlarm() outside the constructor of a class without alarm()
+NO_ALARM_HANDLER = "Your Durable Object class must have an alarm() handler in order to call setAlarm()"
 
 
 class AlarmInfo(NamedTuple):
@@ -64,7 +66,9 @@ class SqlStorage:
         """Run one statement now; rows come back as dicts (``.one()``, ``.to_list()``, iteration)."""
         host = self._host
         host.check_alive()
-        return host.db.exec(sql, params)
+        cur = host.db.exec(sql, params)
+        host.wrote()  # (a read joins the turn too: committing an empty transaction changes nothing)
+        return cur
 
 
 def alarm_time(value: Any, now: int) -> int:
@@ -110,32 +114,53 @@ class Storage:
             return self._host.read({k: v for k in key if (v := db.kv_get(k)) is not None})
         return self._host.read(db.kv_get(key))
 
-    def put(self, key: str | dict[str, Any], value: Any = None) -> Future:
+    def put(self, key: str | dict[str, Any], value: Any = None) -> Any:
         db = self._live()
         for k, v in (key.items() if isinstance(key, dict) else [(key, value)]):
             db.kv_put(k, v)
+        self._host.wrote()
         return self._done(None)
 
-    def delete(self, key: str | list[str]) -> Future:
+    def delete(self, key: str | list[str]) -> Any:
         db = self._live()
+        self._host.wrote()
         if isinstance(key, list):
             return self._done(sum(db.kv_delete(k) for k in key))
         return self._done(db.kv_delete(key))
+
+    def delete_all(self) -> Any:
+        """``deleteAll()``: delete every key and table. Under a compatibility date with the flag
+        ``delete_all_deletes_alarm`` (2026-02-24 on) it deletes the alarm too, as ``delete_alarm()``;
+        before it, the alarm survives and fires."""
+        host = self._host
+        db = self._live()
+        db.delete_all()
+        host.wrote()
+        if host.sim.profile.flag("delete_all_deletes_alarm"):
+            host.stage_alarm(None)
+        return self._done(None)
 
     def list(self, prefix: str = "") -> Future:
         """A read, as ``get``."""
         return self._host.read(self._live().kv_list(prefix))
 
-    def sync(self) -> Future:
-        """``await storage.sync()``: resolves once every write made so far is durable. Awaiting it
-        suspends the task, which commits its writes (a commit point); an instance that dies before
-        it resolves (crash, eviction, a facet deleted) never sees it resolve, and loses no committed write."""
-        return self._done(None)
+    def sync(self) -> Any:
+        """``await storage.sync()``: resolves once every write made so far is durable. With writes in
+        this turn, awaiting it suspends until the turn's commit (the turn ends); an instance reset before
+        then never sees it resolve (its writes are lost). With none, it resolves at once."""
+        host = self._host
+        host.check_alive()
+        if host.turn is None:
+            return self._done(None)
+        fut = Future()
+        host.after_commit(_resolve_if_kept, fut)
+        return fut
 
     def transaction_sync(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` atomically: if it raises, its writes are rolled back and the error propagates."""
         db = self._live()
         db._begin()
+        self._host.wrote()
         db.conn.execute("SAVEPOINT alarmkit_tx")
         try:
             result = fn()
@@ -155,6 +180,8 @@ class Storage:
         host = self._host
         if host.ctx is None:
             host.check_alive()
+        if host.no_alarm and host.current_cause() != "constructor":
+            raise NoAlarmHandler(NO_ALARM_HANDLER)
         kernel = host.sim.kernel
         now = kernel.now
         # alarm_time()'s usual case, inlined (issue 17: with stage_alarm's cause and the handler's done() check,
@@ -163,7 +190,7 @@ class Storage:
             host.stage_alarm(scheduled_time if scheduled_time > now else now)
         else:
             host.stage_alarm(alarm_time(scheduled_time, now))
-        return kernel._ready_none  # kernel.checkpoint(None)
+        return host.settled(None)
 
     def delete_alarm(self) -> Future:
         self._host.check_alive()
@@ -174,8 +201,13 @@ class Storage:
         self._host.check_alive()
         return self._host.db
 
-    def _done(self, value: Any) -> Future:
-        return self._host.sim.kernel.checkpoint(value)
+    def _done(self, value: Any) -> Any:
+        return self._host.settled(value)
+
+
+def _resolve_if_kept(fut: Future, err: BaseException | None) -> None:
+    if err is None:  # a reset kills the awaiting task: nothing to resolve
+        fut.set_result(None)
 
 
 class DurableObjectState:

@@ -79,6 +79,7 @@ class Simulation(AlarmDelivery):
         self._watchdog: list | None = None  # the kernel timer checking the first deadline, once armed
         self._pending: tuple[int, int] | None = None  # its (deadline, seq) while not armed yet (see _watch)
         self._alarm_done_cb = self._alarm_done  # bound once, not per alarm() task
+        self.spin_at, self.spins = -1, 0  # awaits of settled storage calls at one instant (_host.Settled)
         self.scheduler = self._make_scheduler()
         self.journal = journal
         self.run_id = None
@@ -236,10 +237,8 @@ class Simulation(AlarmDelivery):
             host.lock_until_started(task)
             value = await task
         else:
-            host.commit()
-            value = result
-        if check is not None:
-            await host.output_gate(f"rpc:{method}")
+            value = result  # its writes commit with the turn
+        await host.output_gate(f"rpc:{method}")
         return value
 
     # -- alarms ---------------------------------------------------------------------------

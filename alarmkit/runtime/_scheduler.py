@@ -11,6 +11,7 @@ in memory and is lost on ``restart``, which reloads every row (revival).
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from ..journal import arm_detail
@@ -55,6 +56,9 @@ class WorkerdScheduler:
         # a fixed latency and no latency fault: a constant, no call per fire
         self._late = self._latency.ms if self._latency.kind == "fixed" and not sim.fault_hooks else None
         self._fire_cb, self._finished_cb = self._fire, self._finished  # bound once, not per timer and fire
+        # Profile.same_instant_order "seeded": each fire timer's place among the timers of its instant is drawn
+        # from a generator of its own (seeded from the run's seed, so the jitter and latency draws are unmoved)
+        self._order = random.Random(f"same-instant:{sim.seed}") if sim.profile.same_instant_order == "seeded" else None
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -65,8 +69,7 @@ class WorkerdScheduler:
         # evicted object, its constructor runs before alarm() and its getAlarm() "shows the stored
         # time"; only alarm() itself sees null. So the constructor reads the row, not the hiding.
         if entry is not None and entry.status == STARTED:
-            current = self.kernel.current  # host.current_cause() != "constructor", inlined: alarm()'s end asks
-            if not host.constructing and (current is None or current.name != "constructor"):
+            if host.current_cause() != "constructor":  # the one cause rule (Host.current_cause)
                 return entry.queued if entry.rearmed else None
         return self.rows.get(host)
 
@@ -144,7 +147,13 @@ class WorkerdScheduler:
     def _arm_timer(self, entry: Entry, due: int) -> None:
         # checkTimestamp: never fire before the scheduled time; then the delivery latency
         late = self._late if self._late is not None else self._fire_latency(entry.host, self._latency, self.kernel.rng)
-        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry)
+        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
+
+    def _seq(self) -> int | None:
+        """A fire timer's place among the timers at its instant: arming order (None), or with a seeded order,
+        a random rank above every ordinary timer (high bits) made unique by a reserved sequence number."""
+        order = self._order
+        return None if order is None else (order.getrandbits(20) + 1) << 40 | self.kernel.reserve()
 
     def _fire(self, entry: Entry) -> None:
         host = entry.host
@@ -185,7 +194,7 @@ class WorkerdScheduler:
             # two inlines, 62,846 -> 61,775 instructions a lifecycle, valgrind, no journal)
             now = self.kernel.now
             late = self._late if self._late is not None else self._fire_latency(host, self._latency, self.kernel.rng)
-            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry)
+            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry, seq=self._seq())
             return
         entry.status = FINISHED
         if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does

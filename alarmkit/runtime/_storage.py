@@ -1,8 +1,8 @@
 """An object's durable storage: one SQLite database, with implicit transactions.
 
-Writes made between two awaits commit together (workerd's implicit transactions for
-SQLite-backed objects); the runtime calls ``commit()`` at every suspension point and
-``rollback()`` when the process dies. KV lives in the same database, so the two share
+The writes of one turn commit together (workerd's implicit transactions for SQLite-backed
+objects); the runtime calls ``commit()`` when the turn ends and ``rollback()`` when the instance
+is reset (``_host``: the turn model). KV lives in the same database, so the two share
 transactions, as in workerd's SQLite-backed storage.
 """
 
@@ -176,6 +176,15 @@ class Database:
             (prefix, prefix + "\U0010ffff"),
         ).fetchall()
         return {k: json.loads(v) for k, v in rows}
+
+    def delete_all(self) -> None:
+        """``deleteAll()``: every table (KV and SQL) dropped, in the open transaction."""
+        self._begin()
+        conn = self.conn
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        for name in names:
+            conn.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"')
+        self._kv_ready = False
 
     def read(self, sql: str, params: tuple = ()) -> list[dict]:
         """Committed rows, for inspection from outside the object (never inside a transaction)."""

@@ -46,6 +46,11 @@ class Latency:
         return cls("empirical", values=tuple(_nonneg("values[]", v) for v in vals))
 
     @classmethod
+    def measured(cls) -> Latency:
+        """Fire lateness drawn from 300 fires recorded on real workerd 1.20261117.1 (``MEASURED_LATENESS_MS``)."""
+        return cls.empirical(MEASURED_LATENESS_MS)
+
+    @classmethod
     def fixed(cls, ms: int) -> Latency:
         return cls("fixed", ms=_nonneg("ms", ms))
 
@@ -80,9 +85,12 @@ class Latency:
 
     @classmethod
     def from_value(cls, value: Any) -> Latency:
-        """A Latency, an int (fixed ms), or a dict such as ``{"kind": "uniform", "lo": 1, "hi": 5}``."""
+        """A Latency, an int (fixed ms), ``"measured"`` (the 300 real fires of ``MEASURED_LATENESS_MS``,
+        replayed seeded), or a dict such as ``{"kind": "uniform", "lo": 1, "hi": 5}``."""
         if isinstance(value, Latency):
             return value
+        if value == "measured":
+            return cls.measured()
         if isinstance(value, int) and not isinstance(value, bool):
             return cls.fixed(value)
         if isinstance(value, dict):
@@ -95,7 +103,7 @@ class Latency:
                 return makers[kind](**args)
             except TypeError as err:
                 raise AlarmkitError(f"bad {kind} latency {value!r}: {err}") from None
-        raise AlarmkitError(f"latency must be an int of ms, a dict or a Latency, got {value!r}")
+        raise AlarmkitError(f"latency must be an int of ms, \"measured\", a dict or a Latency, got {value!r}")
 
 
 def _nonneg(name: str, v: Any) -> int:
@@ -159,6 +167,22 @@ class Profile:
     # constructor and alarm() of an object the alarm woke 16 s after its last request, the constructor
     # running again at the alarm, under compatibility dates 2026-11-17 and 2026-01-28; re-run 2026-12-01)
     id_name_since: str | None = "2026-03-15"
+    # an alarm whose object's constructor throws: workerd retries it without counting (alarm-scheduler.c++
+    # makeAlarmTask catches the failure to start the event: countedRetry false), so a constructor that never
+    # recovers backs off forever and never exhausts (False); True counts it as alarm()'s failure
+    constructor_failure_counted: bool = False
+    # a due alarm of a class without alarm(): "drop" (workerd: runAlarm logs a warning once per isolate and
+    # returns retry = false; the alarm is deleted) or "retry" (a counted failure, retried to abandonment)
+    no_alarm_handler: str = "drop"
+    # alarm() past handler_limit_ms: True resets the object (workerd: context.abort(), a new instance for the
+    # retry), False kills only the handler
+    limit_resets: bool = True
+    # alarms that fire at one virtual instant: "seeded" (workerd: each alarm has its own timer and nothing
+    # orders them; real fires of 40 alarms due at one ms ran in an order neither arming nor id order, differing
+    # between runs: probe same_instant) run in an order drawn from the seed, after the instant's other timers;
+    # "arming" runs them in the order they were armed (the exact option, for teaching). Their spread in time
+    # comes from fire_latency, one draw per fire
+    same_instant_order: str = "seeded"
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -186,6 +210,13 @@ class Profile:
             if not (v is None and name == "id_name_since") and not _is_date(v):
                 raise InvalidValue(f"profile {self.name!r} setting {name} must be a date 'YYYY-MM-DD'"
                                    f"{' or None' if name == 'id_name_since' else ''}, got {v!r}")
+        for name in ("constructor_failure_counted", "limit_resets"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be True or False, got {getattr(self, name)!r}")
+        for name, allowed in (("no_alarm_handler", ("drop", "retry")), ("same_instant_order", ("seeded", "arming"))):
+            if getattr(self, name) not in allowed:
+                raise InvalidValue(f"profile {self.name!r} setting {name} must be one of {list(allowed)}, "
+                                   f"got {getattr(self, name)!r}")
         if self.scheduler == "celld" and self.idle_evict_ms != self.resident_ms:
             # a cell stays resident for CELLD_ALARM_RESIDENT_MS after its last event: on celld that
             # is what alarmkit's idle eviction means (so `resident_ms=5_000` makes cells dormant fast)
@@ -203,6 +234,13 @@ class Profile:
         """Whether ``ctx.id.name`` is set in an instance that an alarm woke cold (``id_name_since``)."""
         return self.id_name_since is None or self.compatibility_date >= self.id_name_since
 
+    def flag(self, name: str) -> bool:
+        """Whether the compatibility flag ``name`` (``COMPAT_FLAGS``) is on at this profile's date."""
+        try:
+            return self.compatibility_date >= COMPAT_FLAGS[name]
+        except KeyError:
+            raise AlarmkitError(f"unknown compatibility flag {name!r}; known: {sorted(COMPAT_FLAGS)}") from None
+
     def retry_delay_ms(self, shift: int) -> int:
         """The nominal wait before a retry: ``retry_start << shift`` (no jitter)."""
         return self.retry_start_ms << shift
@@ -218,6 +256,13 @@ class Profile:
 
 
 REARM_AT_NOW = ("fires", "same-time-unfired")
+
+# compatibility flags alarmkit models, with the date each turns on (src/workerd/io/compatibility-date.capnp)
+COMPAT_FLAGS: Mapping[str, str] = MappingProxyType({
+    # deleteAll() also deletes the alarm (observed on local workerd 1.20261117.1: probe delete_all at
+    # 2026-11-17 deletes it, at 2026-01-28 the alarm survives and fires)
+    "delete_all_deletes_alarm": "2026-02-24",
+})
 
 
 def _is_date(value: Any) -> bool:
@@ -236,6 +281,19 @@ def _is_date(value: Any) -> bool:
 # file): median 1 ms, 0..13 ms, replayed seeded. The reference recorded next, under load, saw median 2, up to 74
 
 MEASURED_FIRST_FIRES_MS = (0, 0, *[1] * 20, 2, 2, 2, 3, 13)
+
+# Fire lateness (alarm() start - scheduledTime, ms) of 300 fires: 100 objects armed 30 s in advance, three
+# rounds, fires spread over 10 s, on npm workerd 1.20261117.1 on the shared 2-core machine (load average
+# 8-13), probe lateness_many of alarmkit/calibrate/data/fidelity-workerd-1.20261117.1.json
+# (tests/test_latency_measured.py recomputes it): min 1, median 4.5, p90 31, max 107 ms. (value, count) pairs.
+MEASURED_LATENESS_COUNTS = (
+    (1, 17), (2, 77), (3, 46), (4, 10), (5, 18), (6, 24), (7, 7), (8, 5), (9, 12), (10, 2), (11, 2), (12, 3),
+    (13, 4), (14, 3), (15, 4), (16, 5), (17, 1), (18, 2), (19, 6), (20, 3), (21, 2), (22, 1), (23, 1), (24, 5),
+    (26, 3), (27, 3), (29, 3), (31, 3), (32, 3), (33, 2), (34, 1), (35, 2), (37, 1), (38, 1), (39, 1), (46, 1),
+    (48, 1), (53, 1), (56, 1), (57, 1), (61, 1), (63, 1), (64, 1), (66, 1), (70, 2), (74, 1), (76, 1), (85, 1),
+    (93, 1), (94, 1), (107, 1),
+)
+MEASURED_LATENESS_MS = tuple(v for v, n in MEASURED_LATENESS_COUNTS for _ in range(n))
 
 # every built-in profile, here and nowhere else; read-only (a variant is Profile.replace(...))
 PROFILES: Mapping[str, Profile] = MappingProxyType({
@@ -262,6 +320,8 @@ PROFILES: Mapping[str, Profile] = MappingProxyType({
         waker_tick_ms=60_000,  # CELLD_WAKER_TICK_MS default
         resident_ms=3_600_000,  # CELLD_ALARM_RESIDENT_MS default (1 h)
         idle_evict_ms=3_600_000,  # = resident_ms: a cell is resident until then
+        # not measured on celld: alarmkit's behaviour before the workerd fidelity work
+        constructor_failure_counted=True, no_alarm_handler="retry", limit_resets=False, same_instant_order="arming",
         version="0.3.0",
     ),
 })

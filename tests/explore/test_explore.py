@@ -18,16 +18,19 @@ LEDGER = "ledger"
 MINIMAL = {
     # two grants, one alarm: the replaced lease is never revoked, with no fault at all
     "lease-alarm-as-data": ("lost", FaultPlan()),
-    # the grant of lease-2 crashes at its first await; the client's retry wakes a fresh instance
-    # whose constructor arms "a sweep in a minute" (70 s) past lease-0's expiry (30 s)
+    # the first alarm() crashes at its first await (the turn model: a grant's crash now loses the whole
+    # turn, its lease included, so the grant crash of before no longer shows it); the retry wakes a fresh
+    # instance whose constructor arms "a sweep in a minute" past lease-0's expiry (30 s)
     "lease-ctor-pushes-later": ("alarm_pushed_past_due",
-                                FaultPlan(crashes=[{"task": "rpc:grant", "invocation": 3, "at_await": 1,
+                                FaultPlan(crashes=[{"task": "alarm", "invocation": 1, "at_await": 1,
                                                     "object": LEDGER}])),
     # revoke fails once before it happens: the row was already deleted, the retry finds nothing
     "lease-delete-before-effect": ("lost", FaultPlan(effect_throws=[{"effect": "revoke", "when": "before"}])),
-    # the first alarm() dies after its revoke and delete committed; the retry revokes the next, still valid
+    # the turn model: a crash can no longer split alarm()'s DELETE from its re-arm (one turn), so the
+    # counterexample needs late fires too (found with 200 seeds, not 60): see test_invariants
     "lease-reads-clock": ("early_effect",
-                          FaultPlan(crashes=[{"task": "alarm", "invocation": 1, "at_await": 3, "object": LEDGER}])),
+                          FaultPlan(crashes=[{"task": "alarm", "invocation": 2, "at_await": 1, "object": LEDGER}],
+                                    latency={"kind": "failover", "lo": 1, "hi": 5, "p": 0.44})),
     # get_alarm() is None inside alarm(): the chain to the next lease is dropped, with no fault
     "lease-getalarm-in-handler": ("dropped_wakeup", FaultPlan()),
     # revoke throws seven times: the retries are used up and nothing revives the alarm
@@ -35,9 +38,12 @@ MINIMAL = {
 }
 
 
+SEEDS = {"lease-reads-clock": 200}  # its one counterexample needs a random plan (late fires and a crash)
+
+
 @pytest.fixture(scope="module")
 def found():
-    return {name: explore(name, **FAST) for name in MINIMAL}
+    return {name: explore(name, **{**FAST, "seeds": SEEDS.get(name, FAST["seeds"])}) for name in MINIMAL}
 
 
 @pytest.mark.parametrize("name", sorted(MINIMAL))

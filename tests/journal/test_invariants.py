@@ -73,13 +73,15 @@ def test_a_restart_fault_ends_when_the_runtime_is_back():
 
 
 def test_early_effect_reading_the_clock_revokes_a_valid_lease():
-    # the first alarm() revokes lease-2 and deletes its row (committed at the next await), then dies
-    # at its third await; the retry takes the earliest row, lease-0, for due
-    plan = FaultPlan(crashes=[{"task": "alarm", "invocation": 1, "at_await": 3}])
+    # the turn model: alarm()'s DELETE and its re-arm are one turn, so a crash cannot split them (before it,
+    # a crash at the third await did, and the retry revoked lease-0 at 17.436 s). Late fires plus a crash in
+    # the second alarm() (after its revoke ran, before its DELETE) still make a run revoke a valid lease
+    plan = FaultPlan(crashes=[{"task": "alarm", "invocation": 2, "at_await": 1}],
+                     latency={"kind": "failover", "lo": 1, "hi": 5, "p": 0.44})
     rep = check(run_scenario("lease-reads-clock", seed=0, faults=plan))
     (v,) = rep.violations
-    assert (v.invariant, v.object, v.key, v.t_ms) == ("early_effect", "ledger", "lease-0", 17_436)
-    assert v.message == "revoke('lease-0') ran at 17.436 s, 12.564 s before it was due at 30.000 s"
+    assert (v.invariant, v.object, v.key, v.t_ms) == ("early_effect", "ledger", "lease-1", 51_016)
+    assert v.message == "revoke('lease-1') ran at 51.016 s, 38.984 s before it was due at 90.000 s"
 
 
 def test_early_fire_and_concurrent_alarm_from_events():

@@ -10,6 +10,7 @@ import pytest
 
 from alarmkit import DurableObject, Faults, HandlerTimeout, Latency, Simulation, UncountedFailure
 from alarmkit.runtime._object import SET_ALARM_NONPOSITIVE
+from alarmkit.errors import SqlError
 
 LAT = 2
 
@@ -277,7 +278,7 @@ def test_the_watchdog_kills_at_the_deadline_before_a_timer_armed_later_in_the_sa
             if info.scheduled_time == 1000:  # in the same instant, after Hangs started: fires at its deadline
                 await self.ctx.storage.set_alarm(deadline - LAT)
 
-    sim = Simulation(seed=1)
+    sim = Simulation(seed=1, same_instant_order="arming")  # hangs' alarm first at 1002 (the order is seeded by default)
     hangs, quick = sim.namespace("H", Hangs).get("h"), sim.namespace("Q", Quick).get("q")
     sim.call(hangs.arm(1000))
     sim.call(quick.arm(1000))
@@ -382,19 +383,33 @@ class Writer(DurableObject):
         sql.exec("CREATE TABLE IF NOT EXISTS t (v TEXT)")
         sql.exec("INSERT INTO t VALUES ('a')")
         sql.exec("INSERT INTO t VALUES ('b')")
-        await self.ctx.storage.put("k", 1)  # await 1: commits a, b, the table and k together
+        await self.ctx.storage.put("k", 1)  # await 1: settled, the turn goes on
         sql.exec("INSERT INTO t VALUES ('c')")
-        await self.ctx.sleep(5)  # await 2: a crash here loses c
+        await self.ctx.sleep(5)  # await 2: the turn ends while it sleeps and a, b, c, k commit together
         sql.exec("INSERT INTO t VALUES ('d')")
+        await self.ctx.storage.put("k", 2)  # await 3: a crash here loses d and k=2 (their turn never ended)
 
 
-def test_writes_between_awaits_commit_together_and_a_crash_drops_the_open_segment():
+def test_writes_of_one_turn_commit_together_and_a_crash_drops_the_open_turn():
+    sim = Simulation(faults=CrashAt("rpc:write_two", 3))
+    w = sim.namespace("W", Writer).get("w")
+    with pytest.raises(Exception, match="crashed"):
+        sim.call(w.write_two())
+    assert sim.now == 5
+    assert sim.inspect(w).sql("SELECT v FROM t") == [{"v": "a"}, {"v": "b"}, {"v": "c"}]
+    assert sim.inspect(w).sql("SELECT value FROM _cf_KV") == [{"value": "1"}]
+
+
+def test_a_crash_at_an_await_inside_the_first_turn_loses_the_whole_turn():
+    # turn model: awaiting put (await 1) does not end the turn, so a crash at the sleep (await 2, before the
+    # turn could end) loses a, b, c, k and the table; before it, each awaited write was a commit point
     sim = Simulation(faults=CrashAt("rpc:write_two", 2))
     w = sim.namespace("W", Writer).get("w")
     with pytest.raises(Exception, match="crashed"):
         sim.call(w.write_two())
-    assert sim.inspect(w).sql("SELECT v FROM t") == [{"v": "a"}, {"v": "b"}]
-    assert sim.inspect(w).sql("SELECT value FROM _cf_KV") == [{"value": "1"}]
+    assert sim.now == 0
+    with pytest.raises(SqlError, match="no such table"):
+        sim.inspect(w).sql("SELECT v FROM t")
     assert "crash" in sim.events()["kind"].tolist()
 
 

@@ -507,6 +507,130 @@ export class ProbeFacet extends DurableObject {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
+// Fid / FidNoAlarm: the fidelity probes (turns, constructor failures, a class without alarm(), the
+// 15-minute limit, same-instant order, deleteAll). Every row also goes to FID_LOG, this isolate's
+// memory, with a global sequence number: a constructor that throws or an abort can lose its storage
+// writes, and Date.now() only moves across I/O, so the sequence is the true order of events here.
+// Routes: /fid/OP?obj=&cls=fid|noalarm&...  and  /fid/log?obj= (FID_LOG rows of that object).
+// ---------------------------------------------------------------------------------------------
+const FID_LOG = [];
+let FID_SEQ = 0;
+const CTOR_FAILS = new Map(); // object id -> constructor failures still to inject (isolate memory)
+
+function fidLog(obj, kind, detail = {}) {
+  FID_SEQ += 1;
+  FID_LOG.push({ seq: FID_SEQ, t_ms: Date.now(), obj, kind, detail });
+}
+
+class FidBase extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.obj = ctx.id.name ?? ctx.id.toString();
+    this.instance = Math.random().toString(36).slice(2, 10);
+    const left = CTOR_FAILS.get(ctx.id.toString()) || 0;
+    if (left > 0) {
+      CTOR_FAILS.set(ctx.id.toString(), left - 1);
+      fidLog(this.obj, "construct_fail", { instance: this.instance, left: left - 1 });
+      throw new Error(`fid: constructor fails (${left - 1} left)`);
+    }
+    fidLog(this.obj, "construct", { instance: this.instance });
+    const armAt = this.ctx.storage.kv.get("ctor_arm_at");
+    if (armAt) {
+      this.ctx.storage.kv.delete("ctor_arm_at");
+      try {
+        this.ctx.storage.setAlarm(armAt);
+        fidLog(this.obj, "ctor_set_alarm", { at: armAt, instance: this.instance });
+      } catch (e) {
+        fidLog(this.obj, "ctor_set_alarm_error", { error: errInfo(e) });
+      }
+    }
+  }
+
+  async op(name, p) {
+    const st = this.ctx.storage;
+    const now = Date.now();
+    switch (name) {
+      case "turn_abort": {
+        // setAlarm(now + rel) then ctx.abort() in the same turn: "await", "noawait", or "sync" (await sync() first)
+        fidLog(this.obj, "turn_abort", { how: p.how, at: now + p.rel, instance: this.instance });
+        if (p.how === "noawait") st.setAlarm(now + p.rel);
+        else await st.setAlarm(now + p.rel);
+        if (p.how === "sync") await st.sync();
+        this.ctx.abort("fid probe");
+        return { unreachable: true };
+      }
+      case "ctor_fail": {
+        // the next `fails` constructions throw; the alarm (now + rel) must construct the object: sync, abort
+        CTOR_FAILS.set(this.ctx.id.toString(), p.fails);
+        await st.setAlarm(now + p.rel);
+        await st.sync();
+        fidLog(this.obj, "ctor_fail_armed", { fails: p.fails, at: now + p.rel });
+        this.ctx.abort("fid probe: the alarm constructs a new instance");
+        return { unreachable: true };
+      }
+      case "stop_ctor_fail":
+        CTOR_FAILS.set(this.ctx.id.toString(), 0);
+        return { ok: true };
+      case "arm_at": {
+        // for the same-instant probe: every object armed for the same epoch ms
+        let err = null;
+        try {
+          await st.setAlarm(p.at);
+        } catch (e) {
+          err = errInfo(e);
+        }
+        fidLog(this.obj, err ? "set_alarm_error" : "set_alarm", { at: p.at, error: err, instance: this.instance });
+        return { now, at: p.at, error: err, alarm: await st.getAlarm() };
+      }
+      case "ctor_arm": {
+        // the next constructor sets the alarm (for a class without alarm(), where a request may not)
+        st.kv.put("ctor_arm_at", now + p.rel);
+        await st.sync();
+        this.ctx.abort("fid probe: construct again");
+        return { unreachable: true };
+      }
+      case "long": {
+        // the alarm (now + rel) runs past the 15-minute limit on its first run
+        st.kv.put("long", true);
+        await st.setAlarm(now + p.rel);
+        fidLog(this.obj, "long_armed", { at: now + p.rel, instance: this.instance });
+        return { now, at: now + p.rel };
+      }
+      case "delete_all": {
+        await st.setAlarm(now + p.rel);
+        st.kv.put("x", 1);
+        const before = await st.getAlarm();
+        await st.deleteAll();
+        const after = await st.getAlarm();
+        fidLog(this.obj, "delete_all", { before, after, at: now + p.rel, instance: this.instance });
+        return { now, before, after };
+      }
+      case "get":
+        return { now, alarm: await st.getAlarm(), instance: this.instance };
+      default:
+        return { error: `unknown fid op ${name}` };
+    }
+  }
+}
+
+export class Fid extends FidBase {
+  async alarm(info) {
+    fidLog(this.obj, "alarm_start", {
+      scheduled: info?.scheduledTime ?? null, retry_count: info?.retryCount ?? null, instance: this.instance,
+    });
+    if (this.ctx.storage.kv.get("long") && (info?.retryCount ?? 0) === 0) {
+      for (let i = 0; i < 40; i++) {
+        await sleep(30000); // 20 minutes in all: the 15-minute limit comes first
+        fidLog(this.obj, "long_tick", { i, instance: this.instance });
+      }
+    }
+    fidLog(this.obj, "alarm_end", { instance: this.instance, alarm: await this.ctx.storage.getAlarm() });
+  }
+}
+
+export class FidNoAlarm extends FidBase {}
+
 function intParam(u, k) {
   const v = u.searchParams.get(k);
   if (v === null || v === "") return undefined;
@@ -553,6 +677,19 @@ export default {
         // two calls to one object started at once (both RPCs start when made, as in JavaScript)
         const gstub = env.PROBE.get(env.PROBE.idFromName(obj));
         return Response.json({ results: await Promise.all([gstub.bump("a"), gstub.bump("b")]), now: Date.now() });
+      }
+      if (u.pathname === "/fid/log") {
+        const want = u.searchParams.get("obj");
+        return Response.json({ now: Date.now(), rows: FID_LOG.filter((r) => !want || r.obj === want) });
+      }
+      if (u.pathname.startsWith("/fid/")) {
+        const fns = u.searchParams.get("cls") === "noalarm" ? env.FIDNOALARM : env.FID;
+        const fstub = fns.get(fns.idFromName(obj));
+        try {
+          return Response.json(await fstub.op(u.pathname.slice("/fid/".length), probeParams(u)));
+        } catch (e) {
+          return Response.json({ thrown: errInfo(e), now: Date.now() });
+        }
       }
       if (u.pathname.startsWith("/probe/")) {
         const name = u.pathname.slice("/probe/".length);
