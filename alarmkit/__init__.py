@@ -14,6 +14,7 @@ from .explore import Counterexample, Exploration, FaultSpace, explore
 from .journal import EventRow, Journal
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .scenarios import SCENARIOS, RunResult, list_scenarios, run_scenario, scenario
+from .diff import RunDiff, diff
 
 __version__ = "0.1.0"
 
@@ -26,4 +27,5 @@ __all__ = [
     "Counterexample", "Exploration", "explore", "EventRow",
     "ActorBroken", "AlarmProxyParent", "FacetAlarmError", "FacetBroken", "FacetsUnavailable", "facet_alarm_state",
     "Aborted", "WorkerdError", "AlarmTimeError", "InvalidValue", "JournalWriteError", "RunawayError",
+    "diff", "RunDiff",
 ]
