@@ -94,7 +94,7 @@ def report_page(d: Any, title: str) -> str:
     header = [esc(c.replace("_a", f" ({d.names[0]})").replace("_b", f" ({d.names[1]})")) for c in cols]
     table = go.Figure(go.Table(header={"values": header}, cells={"values": [col(c) for c in cols]}))
     more = f" (the first {TABLE_ROWS} of {len(d.differences)})" if len(d.differences) > TABLE_ROWS else ""
-    table.update_layout(title=esc(f"differing events{more}"), height=min(900, 140 + 26 * max(len(t), 1)))
+    table.update_layout(title=esc(f"differing events{more}"), height=min(900, 220 + 40 * max(len(t), 1)))
     rows = [("summary", d.summary(), not d.same),
             ("events", f"{d.names[0]}: {d.events[0]:,}; {d.names[1]}: {d.events[1]:,}", False)]
     return report_html([d.figure(), table], title, rows)

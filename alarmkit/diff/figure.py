@@ -54,7 +54,7 @@ def diff_figure(d: Any, title: str | None = None, height: int | None = None) -> 
         for s, name, other in (("a", a, b), ("b", b, a)):
             o = "b" if s == "a" else "a"
             fig.add_trace(go.Scatter(
-                x=same[f"t_{s}"].astype(float) / 1000, y=[_lane(v, name) for v in same["object"]],
+                x=(same[f"t_{s}"].astype(float) / 1000).tolist(), y=[_lane(v, name) for v in same["object"]],
                 mode="markers", name=f"matched ({esc(name)})", legendgroup="matched", opacity=0.3,
                 marker={"color": "#888", "size": 7,
                         "symbol": [_SYMBOL.get(c, "circle") for c in same["cls"]]},
@@ -79,11 +79,11 @@ def diff_figure(d: Any, title: str | None = None, height: int | None = None) -> 
                 texts.append(esc(f"{_event(k, getattr(r, f't_{s}'), getattr(r, f'scheduled_{s}'))} in {name}{extra}"
                                  f" {r.what or ''}; {_STATUS_TEXT[status].format(a=a, b=b)}; {counterpart}", 400))
             fig.add_trace(go.Scatter(
-                x=here[f"t_{s}"].astype(float) / 1000, y=[_lane(v, name) for v in here["object"]],
-                mode="markers", name=esc(f"{_STATUS_TEXT[status].format(a=a, b=b)} ({name})"),
+                x=(here[f"t_{s}"].astype(float) / 1000).tolist(), y=[_lane(v, name) for v in here["object"]],
+                mode="markers", name=esc(_STATUS_TEXT[status].format(a=a, b=b) + ("" if status.startswith("only") else f" ({name})")),
                 marker={"color": color, "size": 13, "line": {"color": "#222", "width": 1},
                         "symbol": [_SYMBOL.get(c, "circle") for c in here["cls"]]},
-                customdata=list(here.index), hovertext=texts, hoverinfo="text",
+                customdata=[int(i) for i in here.index], hovertext=texts, hoverinfo="text",
                 meta={"role": "strong", "status": status, "run": s}))
     fd = d.first_divergence
     if fd is not None:
@@ -94,10 +94,10 @@ def diff_figure(d: Any, title: str | None = None, height: int | None = None) -> 
     n = max(len(lanes), 2)
     fig.update_layout(
         title=esc(title or f"{a} vs {b}: {len(table)} differing event(s), {d.matched} matched", 200),
-        template="plotly_white", height=height or max(260, 120 + 34 * n), hovermode="closest",
+        template="plotly_white", height=height or max(300, 170 + 34 * n), hovermode="closest",
         xaxis={"title": "time (s)" + (", from the first request" if d.align == "first_request" else "")},
         yaxis={"categoryorder": "array", "categoryarray": list(reversed(lanes)), "type": "category"},
-        legend={"orientation": "h", "y": -0.25}, meta={"diff": True, "strong_rows": len(table)},
-        margin={"l": 180, "r": 20, "t": 70, "b": 60},
+        legend={"orientation": "h", "y": -0.32, "yanchor": "top"}, meta={"diff": True, "strong_rows": len(table)},
+        margin={"l": 180, "r": 20, "t": 70, "b": 130},
     )
     return fig
