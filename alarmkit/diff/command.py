@@ -125,9 +125,10 @@ def run_command(args: argparse.Namespace) -> int:
             runs = [_only_run(ja, dbs[0]), _only_run(jb, dbs[1])]
         elif len(runs) == 1:
             runs = runs * 2
-        d = diff((ja, runs[0]), (jb, runs[1]), args.align, tolerance_ms=args.tolerance_ms,
-                 names=(f"run {runs[0]}" + (f" of {Path(dbs[0]).name}" if len(dbs) == 2 else ""),
-                        f"run {runs[1]}" + (f" of {Path(dbs[1]).name}" if len(dbs) == 2 else "")))
+        names = [f"run {r}" + (f" of {Path(db).name}" if len(dbs) == 2 else "") for r, db in zip(runs, dbs * 2)]
+        if names[0] == names[1]:  # one run against itself (or one file given twice)
+            names = [f"A ({names[0]})", f"B ({names[1]})"]
+        d = diff((ja, runs[0]), (jb, runs[1]), args.align, tolerance_ms=args.tolerance_ms, names=tuple(names))
     finally:
         for j in journals:
             j.close()
