@@ -74,17 +74,19 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
     t0 = {s: bases[s][0] for s in sides}
     if mode == "exact":
         _sql.check_bases({s: bases[s][1] for s in sides}, t0, {"a": names[0], "b": names[1]})
+    by_order = _sql.pair_objects(con)
     for s in sides:
         _sql.key_events(con, s, t0[s])
-    by_order = _sql.pair_objects(con)
     _sql.join_pairs(con, tol)
     matched, total = con.execute("SELECT count(*) FILTER (WHERE status = 'same'), count(*) FROM pairs").fetchone()
     rows = con.execute(f"""
-        SELECT * FROM pairs WHERE status <> 'same'
-        ORDER BY coalesce(least(t_a, t_b), t_a, t_b), coalesce(seq_b, seq_a), coalesce(seq_a, seq_b)""").df()
+        SELECT {_sql.PAIR_COLUMNS} FROM pairs p JOIN objmap m USING (pid) WHERE p.status <> 'same'
+        ORDER BY coalesce(least(p.t_a, p.t_b), p.t_a, p.t_b), coalesce(p.seq_b, p.seq_a), coalesce(p.seq_a, p.seq_b)
+        """).df()
     lanes = None
-    if total <= _run_limit():
-        lanes = con.execute("SELECT * FROM pairs ORDER BY object, coalesce(t_a, t_b)").df()
+    if total <= LANE_LIMIT:
+        lanes = con.execute(f"SELECT {_sql.PAIR_COLUMNS} FROM pairs p JOIN objmap m USING (pid) "
+                            "ORDER BY object, coalesce(p.t_a, p.t_b)").df()
     table = _table(rows)
     counts = _counts(_sql.per_object(con))
     notes = [f"objects paired by the order they first appear: {a} ({names[0]}) with {b} ({names[1]})"
@@ -108,10 +110,6 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
                    checked, lanes)
 
 
-def _run_limit() -> int:
-    return LANE_LIMIT
-
-
 def _no_invariants() -> pd.DataFrame:
     from ._checks import INVARIANT_COLUMNS
 
@@ -132,10 +130,9 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
         "retry_count": rows["rc_a"].astype("Int64").fillna(rows["rc_b"].astype("Int64")),
         "late_a": rows["late_a"].astype("Int64"), "late_b": rows["late_b"].astype("Int64"),
         "seq_a": rows["seq_a"].astype("Int64"), "seq_b": rows["seq_b"].astype("Int64"),
-        "obj_a": rows["obj_a"], "obj_b": rows["obj_b"], "cls": rows["cls"], "grp": rows["grp"],
-        "n": rows["n"].astype("Int64"),
+        "obj_a": rows["obj_a"], "obj_b": rows["obj_b"], "cls": rows["cls"], "n": rows["n"].astype("Int64"),
     })
-    return out.reset_index(drop=True)[TABLE_COLUMNS + ["obj_a", "obj_b", "cls", "grp", "n"]]
+    return out.reset_index(drop=True)[TABLE_COLUMNS + ["obj_a", "obj_b", "cls", "n"]]
 
 
 def _counts(df: pd.DataFrame) -> pd.DataFrame:
