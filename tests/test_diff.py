@@ -1,5 +1,7 @@
 """ak.diff: two runs aligned per object and per alarm, down to the first divergence (exact expectations)."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -147,3 +149,47 @@ def test_skipped_checks_are_said(ledger_runs):
     d = ak.diff(good, crashed, check=False)
     assert not d.checked and d.invariants.empty
     assert "Note: invariants not checked (check=False): a difference there would not show." in d.summary().splitlines()
+
+
+def _frame(rows):
+    return pd.DataFrame([(i + 1, t, "N", o, k, s, None, rc, json.dumps(d) if d else None)
+                         for i, (t, o, k, s, rc, d) in enumerate(rows)],
+                        columns=["seq", "t_ms", "namespace", "object_id", "kind", "scheduled_ms", "prev_scheduled_ms",
+                                 "retry_count", "detail"])
+
+
+def _cycle(at, due, key=None):
+    return [(at, "o", "arm", due, None, {"direction": "new", "cause": "user"}),
+            (due + 2, "o", "fire", due, 0, {"attempt": 1, "late_ms": 2}),
+            (due + 2, "o", "effect", None, None, {"name": "send", "key": due if key is None else key}),
+            (due + 2, "o", "handler_ok", due, 0, {"next_ms": None})]
+
+
+def test_one_missing_alarm_costs_its_own_rows_not_every_alarm_after_it():
+    full = [r for i in range(10) for r in _cycle(i * 1_000, i * 1_000 + 500)]
+    gap = [r for i in range(10) if i != 3 for r in _cycle(i * 1_000, i * 1_000 + 500)]
+    d = ak.diff(_frame(full), _frame(gap))
+    assert [(r.kind, r.status, int(r.t_a)) for r in d.table().itertuples()] == [
+        ("arm", "only_a", 3_000), ("fire", "only_a", 3_502), ("effect", "only_a", 3_502), ("handler_ok", "only_a", 3_502)]
+    assert d.matched == 36
+    assert d.first_divergence.text == "A arms o for 3.5 s at 3 s (cause: user); B does not"
+
+
+def test_an_arm_for_another_time_is_moved_and_its_fire_too():
+    a = _cycle(0, 500, key="k")
+    b = _cycle(0, 900, key="k")
+    d = ak.diff(_frame(a), _frame(b), align=100)
+    assert [(r.kind, r.status, int(r.scheduled_a), int(r.scheduled_b)) for r in d.table().itertuples()
+            if r.status == "moved"] == [("arm", "moved", 500, 900), ("fire", "moved", 500, 900)]
+    assert d.first_divergence is None  # nothing missing, nothing ended otherwise
+    assert "o's arm for 500 ms in A is for 900 ms in B." in d.summary().splitlines()
+    assert ak.diff(_frame(a), _frame(_cycle(0, 560, key="k")), align=100).same  # within the tolerance, as late: the same
+
+
+def test_a_counterexample_diffs_against_the_same_seed_without_its_faults():
+    found = ak.explore("lease-ctor-pushes-later", seeds=3, depth=1, workers=1, progress=False, quiet=True)
+    d = found.counterexamples[0].diff()
+    assert d.names == ("without the faults", "with the faults")
+    fd = d.first_divergence
+    assert (fd.kind, fd.run, fd.t_ms) == ("crash", "b", 10_000)
+    assert list(d.invariants["name"]) == ["alarm_pushed_past_due"]

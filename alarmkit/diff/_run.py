@@ -182,4 +182,11 @@ def _chain(con: duckdb.DuckDBPyConnection, side: str, obj: str, t0: int, t: int,
     out = df.iloc[start:].tail(_CHAIN_MAX).reset_index(drop=True)
     for c in ("scheduled_ms", "retry_count"):
         out[c] = out[c].astype("Int64")
+    arms = out.loc[out["kind"].isin(["arm", "disarm"]), "seq"]
+    if len(arms):  # whether user code set the alarm again later in the whole run, not just in the chain
+        platform = ", ".join(f"'{c}'" for c in _sql.PLATFORM_CAUSES)
+        out.attrs["later_arms"] = con.execute(f"""
+            SELECT count(*) FROM ev_{side} WHERE coalesce(object_id, '') = ? AND kind = 'arm' AND seq > ?
+              AND coalesce(json_extract_string(detail, '$.cause'), '') NOT IN ({platform})""",
+                                              [obj, int(arms.iloc[-1])]).fetchone()[0]
     return out

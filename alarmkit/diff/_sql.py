@@ -15,7 +15,7 @@ Each event that matters to alarms gets a key: its object, its class, a group and
 - ``crash``, ``aborted``, ``restart``: the n-th of its kind on the object.
 
 What the exact keys leave unpaired is paired again in order per object, class and retry_count
-(arms and alarm deliveries only): an arm for another time is then *moved*, not one missing and one
+(arms and alarm deliveries only; an arm only with an arm of the same cause): an arm for another time is then *moved*, not one missing and one
 extra, and one missing arm costs one row, not every alarm after it.
 
 The platform's own arms (cause ``retry``, ``reload``, ``duplicate``) and ``retry_scheduled`` are
@@ -78,7 +78,8 @@ def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int) -> None:
                coalesce(CASE WHEN kind IN ('fire', 'fire_skipped', 'handler_ok', 'handler_error', 'arm', 'revive')
                                  THEN sched
                              WHEN kind IN ('disarm', 'abandoned') THEN coalesce(prev, sched) END, -1) AS gt,
-               CASE WHEN kind = 'effect' THEN what ELSE '' END AS gw
+               CASE WHEN kind = 'effect' THEN what ELSE '' END AS gw,
+               CASE WHEN kind = 'arm' THEN coalesce(what, '') ELSE '' END AS gc
         FROM e WHERE NOT (kind = 'arm' AND coalesce(what, '') IN ({_PLATFORM}))
     )
     SELECT *, row_number() OVER (PARTITION BY pid, cls, gt, rcg, gw ORDER BY seq) AS n FROM h
@@ -114,7 +115,7 @@ def pair_objects(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, Any, str]]:
 _SECOND = "('arm', 'disarm', 'fire', 'fire_skipped', 'end', 'abandoned', 'revive')"
 
 
-_SIDE = ("seq", "t", "pid", "kind", "cls", "sched", "rc", "rcg", "what", "late", "n")
+_SIDE = ("seq", "t", "pid", "kind", "cls", "sched", "rc", "rcg", "gc", "what", "late", "n")
 
 
 def _cols(alias: str, suffix: str) -> str:
@@ -147,12 +148,13 @@ def join_pairs(con: duckdb.DuckDBPyConnection, tolerance_ms: int) -> None:
                 ELSE 'same' END AS status"""
     con.execute(f"""
     CREATE OR REPLACE TEMP TABLE pairs AS
-    WITH la AS (SELECT {_back('a')}, row_number() OVER (PARTITION BY pid_a, cls_a, rcg_a ORDER BY seq_a) AS n2
+    WITH la AS (SELECT {_back('a')}, row_number() OVER (PARTITION BY pid_a, cls_a, rcg_a, gc_a ORDER BY seq_a) AS n2
                 FROM f1 WHERE seq_b IS NULL),
-         lb AS (SELECT {_back('b')}, row_number() OVER (PARTITION BY pid_b, cls_b, rcg_b ORDER BY seq_b) AS n2
+         lb AS (SELECT {_back('b')}, row_number() OVER (PARTITION BY pid_b, cls_b, rcg_b, gc_b ORDER BY seq_b) AS n2
                 FROM f1 WHERE seq_a IS NULL),
          p2 AS (SELECT {_cols('la', 'a')}, {_cols('lb', 'b')} FROM la FULL OUTER JOIN lb
-                ON la.pid = lb.pid AND la.cls = lb.cls AND la.rcg = lb.rcg AND la.n2 = lb.n2 AND la.cls IN {_SECOND}),
+                ON la.pid = lb.pid AND la.cls = lb.cls AND la.rcg = lb.rcg AND la.gc = lb.gc AND la.n2 = lb.n2
+                   AND la.cls IN {_SECOND}),
          p AS (SELECT * FROM f1 WHERE seq_a IS NOT NULL AND seq_b IS NOT NULL UNION ALL SELECT * FROM p2)
     SELECT coalesce(pid_a, pid_b) AS pid, coalesce(cls_a, cls_b) AS cls, coalesce(n_a, n_b) AS n,
            seq_a, seq_b, t_a, t_b, kind_a, kind_b, sched_a, sched_b, rc_a, rc_b, what_a, what_b, late_a, late_b,

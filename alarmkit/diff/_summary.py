@@ -51,8 +51,7 @@ def _last_arm(chain: pd.DataFrame | None) -> str:
     else:
         move = {"new": "set", "earlier": "moved earlier", "later": "moved later"}.get(d.get("direction"), "set")
         text = f"its alarm {move} to {_t(a['scheduled_ms'])} at {_t(a['t_ms'])} (cause: {d.get('cause', '?')})"
-    later = chain[(chain["seq"] > a["seq"]) & (chain["kind"] == "arm")]
-    return text + (" and was never re-armed" if later.empty else "")
+    return text + (" and user code never set it again" if chain.attrs.get("later_arms") == 0 else "")
 
 
 def divergence_text(r: pd.Series, names: tuple[str, str], chain: dict[str, pd.DataFrame]) -> str:
