@@ -193,3 +193,17 @@ def test_a_counterexample_diffs_against_the_same_seed_without_its_faults():
     fd = d.first_divergence
     assert (fd.kind, fd.run, fd.t_ms) == ("crash", "b", 10_000)
     assert list(d.invariants["name"]) == ["alarm_pushed_past_due"]
+
+
+def test_calibration_shows_sim_against_real_as_a_diff():
+    from alarmkit.calibrate.recorded import reference
+    from alarmkit.calibrate.render import probe_diff
+
+    cal = reference()  # the committed recording of real workerd
+    normal = probe_diff("normal", cal)
+    assert normal.first_divergence is None and set(normal.table()["status"]) == {"late"}
+    rearm = probe_diff("rearm_now", cal)  # workerd re-armed "now" six times in the recording, the simulator four
+    assert rearm.first_divergence.text == (
+        "the simulator never fires probe-rearm-now's alarm due 117 ms; workerd 1.20261117.1 fires it at 123 ms. "
+        "In the simulator, its alarm set to 104 ms at 104 ms (cause: user) and user code never set it again")
+    assert (rearm.counts.loc[0, "fires_a"], rearm.counts.loc[0, "fires_b"]) == (6, 4)

@@ -42,7 +42,7 @@ def _align_arg(align: Any, tolerance_ms: Any) -> tuple[str, int]:
 
 
 def diff(a: Any, b: Any, align: str | int = "exact", *, journal: Any = None, tolerance_ms: int | None = None,
-         names: tuple[str, str] = ("A", "B"), check: bool = True) -> RunDiff:
+         names: tuple[str, str] = ("A", "B"), check: bool = True, kinds: Any = None) -> RunDiff:
     """Diff run ``a`` against run ``b``; a ``RunDiff``.
 
     A run is a ``RunResult``, a run id (read from ``journal``), a ``(Journal, run_id)`` pair (two
@@ -50,7 +50,8 @@ def diff(a: Any, b: Any, align: str | int = "exact", *, journal: Any = None, tol
     ``align``: ``"exact"`` (virtual times as they are, each from its clock's start), an int (the
     same, with that many ms of tolerance) or ``"first_request"`` (each run counted from its first
     call, as ``plots.compare`` aligns a real run; ``tolerance_ms`` then sets the tolerance).
-    ``check=False`` skips the invariant checks (and the result says so). Raises ``AlarmkitError``
+    ``check=False`` skips the invariant checks (and the result says so); ``kinds`` compares only those
+    kinds of ``ALIGNED_KINDS`` (say, the ones a trace can hold; the notes name the rest). Raises ``AlarmkitError``
     (``InvalidValue`` for a bad argument) naming what is accepted.
     """
     mode, tol = _align_arg(align, tolerance_ms)
@@ -58,16 +59,25 @@ def diff(a: Any, b: Any, align: str | int = "exact", *, journal: Any = None, tol
             or names[0] == names[1]):
         raise InvalidValue(f"names must be two different non-empty strings, got {names!r}")
     names = (str(names[0]), str(names[1]))
+    if kinds is None:
+        kinds = _sql.ALIGNED_KINDS
+    else:
+        if isinstance(kinds, str) or not all(isinstance(k, str) for k in kinds):
+            raise InvalidValue(f"kinds must be a list of kinds, got {kinds!r}; known: {list(_sql.ALIGNED_KINDS)}")
+        kinds = tuple(kinds)
+        unknown = [k for k in kinds if k not in _sql.ALIGNED_KINDS]
+        if unknown or not kinds:
+            raise InvalidValue(f"kinds {unknown or kinds!r} are not compared by diff; pick from {list(_sql.ALIGNED_KINDS)}")
     sides = {"a": side_of(a, journal, names[0]), "b": side_of(b, journal, names[1])}
     con = duckdb.connect()
     try:
-        return _diff(con, sides, mode, tol, names, check)
+        return _diff(con, sides, mode, tol, names, check, kinds)
     finally:
         con.close()
 
 
 def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol: int, names: tuple[str, str],
-          check: bool) -> RunDiff:
+          check: bool, kinds: tuple[str, ...]) -> RunDiff:
     for s, side in sides.items():
         con.register(f"ev_{s}", side.events)
     bases = {s: _sql.base_ms(con, s, mode) for s in sides}
@@ -76,7 +86,7 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
         _sql.check_bases({s: bases[s][1] for s in sides}, t0, {"a": names[0], "b": names[1]})
     by_order = _sql.pair_objects(con)
     for s in sides:
-        _sql.key_events(con, s, t0[s])
+        _sql.key_events(con, s, t0[s], kinds)
     _sql.join_pairs(con, tol)
     matched, total = con.execute("SELECT count(*) FILTER (WHERE status = 'same'), count(*) FROM pairs").fetchone()
     rows = con.execute(f"""
@@ -91,6 +101,9 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
     counts = _counts(_sql.per_object(con))
     notes = [f"objects paired by the order they first appear: {a} ({names[0]}) with {b} ({names[1]})"
              for a, b, _ in by_order]
+    left = [k for k in _sql.ALIGNED_KINDS if k not in kinds]
+    if left:
+        notes.append(f"not compared (kinds= leaves them out): {', '.join(left)}")
     if lanes is None:
         notes.append(f"{total:,} aligned events: the figure draws the differences only (above {LANE_LIMIT:,})")
     n_events = (sides["a"].events.num_rows, sides["b"].events.num_rows)

@@ -53,7 +53,7 @@ def base_ms(con: duckdb.DuckDBPyConnection, side: str, align: str) -> tuple[int,
     return int(t0 or 0), first
 
 
-def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int) -> None:
+def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int, kinds: tuple[str, ...] = ALIGNED_KINDS) -> None:
     """Table ``k_<side>``: every aligned event of the run with its key, times counted from ``t0``.
 
     Keys are integers where they can be (the object pair's id, the alarm's time, retry_count): a
@@ -69,7 +69,7 @@ def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int) -> None:
                END AS what,
                CASE WHEN x.kind = 'fire' THEN TRY_CAST(json_extract(x.detail, '$.late_ms') AS BIGINT) END AS late
         FROM ev_{side} x JOIN objmap m ON coalesce(x.object_id, '') = m.{side}_obj
-        WHERE x.kind IN ({_KINDS})
+        WHERE x.kind IN ({", ".join(f"'{k}'" for k in kinds if k in ALIGNED_KINDS)})
     ), h AS (
         SELECT seq, t, pid, kind, sched, rc, what, late,
                CASE WHEN kind IN ('handler_ok', 'handler_error') THEN 'end' ELSE kind END AS cls,
