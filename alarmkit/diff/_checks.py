@@ -26,7 +26,7 @@ def _report(side: Side, only: tuple[str, ...] | None):
 
 
 def _count(n: int) -> str:
-    return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
+    return {0: "never ran", 1: "ran once", 2: "ran twice"}.get(n, f"ran {n} times")
 
 
 def compare_checks(sides: dict[str, Side], con: duckdb.DuckDBPyConnection,
@@ -64,7 +64,7 @@ def compare_checks(sides: dict[str, Side], con: duckdb.DuckDBPyConnection,
             sa = None if oa is None else (oa["status"], oa["count"])
             sb = None if ob is None else (ob["status"], ob["count"])
             if sa != sb:
-                text = {s: None if o is None else f"{o['status']}, ran {_count(o['count'])}"
+                text = {s: None if o is None else f"{o['status']}, {_count(o['count'])}"
                         for s, o in (("a", oa), ("b", ob))}
                 rows.append(["obligation", f"{k[1]}({k[2]})", k[0], k[2], oa is not None and oa["status"] == "done",
                              ob is not None and ob["status"] == "done", text["a"], text["b"]])
