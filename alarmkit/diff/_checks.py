@@ -7,6 +7,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from ..errors import AlarmkitError
 from ..invariants import DEFAULT_GRACE_MS, check, check_run
 from ._inputs import Side
 
@@ -38,7 +39,15 @@ def compare_checks(sides: dict[str, Side], con: duckdb.DuckDBPyConnection,
     if unknown:
         notes.append(f"obligations of {' and '.join(unknown)} not known (a journal or imported run): compared only "
                      f"the invariants that need none ({', '.join(NEED_NO_OBLIGATIONS)}), and no obligation")
-    reports = {s: _report(sides[s], only) for s in ("a", "b")}
+    reports = {}
+    for s, name in zip(("a", "b"), names):
+        try:
+            reports[s] = _report(sides[s], only)
+        except (AlarmkitError, AttributeError, KeyError, TypeError, ValueError) as err:
+            # events the checker cannot read (a hand-made frame: an effect without a detail) are
+            # said, not skipped silently
+            notes.append(f"invariants not checked: {name} could not be checked ({type(err).__name__}: {str(err)[:120]})")
+            return pd.DataFrame(columns=INVARIANT_COLUMNS), notes
     pair = {}
     for a_obj, b_obj, p in con.execute("SELECT a_obj, b_obj, pair FROM objmap").fetchall():
         pair[("a", a_obj)] = p

@@ -11,7 +11,9 @@ import pyarrow as pa
 
 from ..errors import AlarmkitError, InvalidValue
 
-__all__ = ["Side", "side_of", "COLUMNS"]
+__all__ = ["Side", "side_of", "COLUMNS", "TIME_MAX"]
+
+TIME_MAX = 2**53  # as the runtime refuses times (alarmkit.errors.InvalidValue)
 
 COLUMNS = ["seq", "t_ms", "namespace", "object_id", "kind", "scheduled_ms", "prev_scheduled_ms", "retry_count",
            "detail"]
@@ -51,9 +53,41 @@ def _from_frame(df: pd.DataFrame) -> pa.Table:
     for c in ("namespace", "object_id", "kind", "detail"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
     try:
-        return pa.Table.from_pandas(df, schema=_SCHEMA, preserve_index=False)
-    except (pa.ArrowException, TypeError, ValueError) as err:
-        raise AlarmkitError(f"these events do not fit the journal's columns ({err}); pass Journal.events(run_id)") from None
+        tbl = pa.Table.from_pandas(df, schema=_SCHEMA, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
+        raise AlarmkitError(f"these events do not fit the journal's columns ({str(err)[:200]}); "
+                            "pass Journal.events(run_id)") from None
+    _check_frame(tbl)
+    return tbl
+
+
+def _check_frame(tbl: pa.Table) -> None:
+    """Refuse what no journal holds: a missing seq or time, a time beyond 2**53 ms, a repeated seq."""
+    import pyarrow.compute as pc
+
+    for col in ("seq", "t_ms"):
+        if tbl[col].null_count:
+            raise InvalidValue(f"these events have a missing {col}; every event has one (Journal.events gives them)")
+    for col in ("seq", "t_ms", "scheduled_ms", "prev_scheduled_ms", "retry_count"):
+        mm = pc.min_max(tbl[col]).as_py()
+        for v in (mm["min"], mm["max"]):
+            if v is not None and abs(v) > TIME_MAX:
+                raise InvalidValue(f"{col} {v} is out of range: times and counts are ints within ±2**53; "
+                                   "pass events as Journal.events(run_id) gives them")
+    if tbl.num_rows and pc.count_distinct(tbl["seq"]).as_py() != tbl.num_rows:
+        raise InvalidValue("these events repeat a seq; seq is each event's place in its run, one per event")
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.register("t", tbl.select(["seq", "detail"]))
+        bad = con.execute("SELECT seq FROM t WHERE detail IS NOT NULL AND (NOT json_valid(detail) "
+                          "OR json_type(detail) <> 'OBJECT') ORDER BY seq LIMIT 1").fetchone()
+    finally:
+        con.close()
+    if bad:
+        raise InvalidValue(f"the detail of event seq {bad[0]} is not a JSON object; a journal's detail is JSON "
+                           "object text or null (pass Journal.events(run_id))")
 
 
 def _from_journal(journal: Any, run_id: Any, name: str) -> Side:

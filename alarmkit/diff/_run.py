@@ -116,7 +116,7 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
                      "on each run, or diff smaller runs")
     else:
         invariants, more = compare_checks(sides, con, names)
-        checked = True
+        checked = not any(n.startswith("invariants not checked") for n in more)
         notes += more
     first = _first(con, table, sides, t0, names)
     return RunDiff(names, mode, tol, int(matched), n_events, table, counts, invariants, first, by_order, notes,
@@ -179,6 +179,13 @@ def _first(con: duckdb.DuckDBPyConnection, table: pd.DataFrame, sides: dict[str,
     return Divergence(str(r["object"]), t, run, str(r["status"]), kind, divergence_text(r, names, chain), i, chain)
 
 
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+
+
 def _chain(con: duckdb.DuckDBPyConnection, side: str, obj: str, t0: int, t: int, seq: int | None) -> pd.DataFrame:
     """The object's events up to the divergence, from the arm that set the alarm (the last new arm)."""
     kinds = ", ".join(f"'{k}'" for k in _CHAIN_KINDS)
@@ -187,7 +194,7 @@ def _chain(con: duckdb.DuckDBPyConnection, side: str, obj: str, t0: int, t: int,
         SELECT seq, t_ms - {int(t0)} AS t_ms, kind, scheduled_ms - {int(t0)} AS scheduled_ms, retry_count, detail
         FROM ev_{side} WHERE coalesce(object_id, '') = ? AND kind IN ({kinds}) AND {cut}
         ORDER BY seq DESC LIMIT 400""", [obj]).df().iloc[::-1].reset_index(drop=True)
-    details = [json.loads(d) if isinstance(d, str) else {} for d in df["detail"]]
+    details = [_json(d) for d in df["detail"]]
     start = 0
     for i, (k, d) in enumerate(zip(df["kind"], details)):
         if k == "arm" and isinstance(d, dict) and d.get("direction") == "new":

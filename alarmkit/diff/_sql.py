@@ -55,6 +55,7 @@ def base_ms(con: duckdb.DuckDBPyConnection, side: str, align: str) -> tuple[int,
 
 def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int, kinds: tuple[str, ...] = ALIGNED_KINDS) -> None:
     """Table ``k_<side>``: every aligned event of the run with its key, times counted from ``t0``.
+    A detail that is not JSON (a hand-made DataFrame) reads as holding nothing (``TRY``).
 
     Keys are integers where they can be (the object pair's id, the alarm's time, retry_count): a
     1,000,000-event run keys in about half the time it took with text keys (bench_diff.py)."""
@@ -63,11 +64,11 @@ def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int, kinds: tuple[
     WITH e AS (
         SELECT x.seq, x.t_ms - {int(t0)} AS t, m.pid, x.kind,
                x.scheduled_ms - {int(t0)} AS sched, x.prev_scheduled_ms - {int(t0)} AS prev, x.retry_count AS rc,
-               CASE x.kind WHEN 'arm' THEN json_extract_string(x.detail, '$.cause')
-                           WHEN 'effect' THEN coalesce(json_extract_string(x.detail, '$.name'), '?') || '('
-                                || coalesce(CAST(json_extract(x.detail, '$.key') AS VARCHAR), 'null') || ')'
+               CASE x.kind WHEN 'arm' THEN TRY(json_extract_string(x.detail, '$.cause'))
+                           WHEN 'effect' THEN coalesce(TRY(json_extract_string(x.detail, '$.name')), '?') || '('
+                                || coalesce(TRY(CAST(json_extract(x.detail, '$.key') AS VARCHAR)), 'null') || ')'
                END AS what,
-               CASE WHEN x.kind = 'fire' THEN TRY_CAST(json_extract(x.detail, '$.late_ms') AS BIGINT) END AS late
+               CASE WHEN x.kind = 'fire' THEN TRY(CAST(json_extract(x.detail, '$.late_ms') AS BIGINT)) END AS late
         FROM ev_{side} x JOIN objmap m ON coalesce(x.object_id, '') = m.{side}_obj
         WHERE x.kind IN ({", ".join(f"'{k}'" for k in kinds if k in ALIGNED_KINDS)})
     ), h AS (
