@@ -46,7 +46,8 @@ def compare_checks(sides: dict[str, Side], con: duckdb.DuckDBPyConnection,
         except (AlarmkitError, AttributeError, KeyError, TypeError, ValueError) as err:
             # events the checker cannot read (a hand-made frame: an effect without a detail) are
             # said, not skipped silently
-            notes.append(f"invariants not checked: {name} could not be checked ({type(err).__name__}: {str(err)[:120]})")
+            notes.append(f"invariants not checked: {name} could not be checked "
+                         f"({type(err).__name__}: {str(err)[:120]})")
             return pd.DataFrame(columns=INVARIANT_COLUMNS), notes
     pair = {}
     for a_obj, b_obj, p in con.execute("SELECT a_obj, b_obj, pair FROM objmap").fetchall():

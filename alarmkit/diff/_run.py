@@ -67,7 +67,8 @@ def diff(a: Any, b: Any, align: str | int = "exact", *, journal: Any = None, tol
         kinds = tuple(kinds)
         unknown = [k for k in kinds if k not in _sql.ALIGNED_KINDS]
         if unknown or not kinds:
-            raise InvalidValue(f"kinds {unknown or kinds!r} are not compared by diff; pick from {list(_sql.ALIGNED_KINDS)}")
+            raise InvalidValue(f"kinds {unknown or kinds!r} are not compared by diff; "
+                               f"pick from {list(_sql.ALIGNED_KINDS)}")
     sides = {"a": side_of(a, journal, names[0]), "b": side_of(b, journal, names[1])}
     con = duckdb.connect()
     try:

@@ -15,7 +15,8 @@ Each event that matters to alarms gets a key: its object, its class, a group and
 - ``crash``, ``aborted``, ``restart``: the n-th of its kind on the object.
 
 What the exact keys leave unpaired is paired again in order per object, class and retry_count
-(arms and alarm deliveries only; an arm only with an arm of the same cause): an arm for another time is then *moved*, not one missing and one
+(arms and alarm deliveries only; an arm only with an arm of the same cause): an arm for another
+time is then *moved*, not one missing and one
 extra, and one missing arm costs one row, not every alarm after it.
 
 The platform's own arms (cause ``retry``, ``reload``, ``duplicate``) and ``retry_scheduled`` are
@@ -96,13 +97,16 @@ def pair_objects(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, Any, str]]:
     WITH oa AS (SELECT coalesce(object_id, '') AS obj, min(seq) AS first FROM ev_a GROUP BY 1),
          ob AS (SELECT coalesce(object_id, '') AS obj, min(seq) AS first FROM ev_b GROUP BY 1),
          same AS (SELECT oa.obj FROM oa JOIN ob ON oa.obj = ob.obj),
-         ra AS (SELECT obj, row_number() OVER (ORDER BY first, obj) AS r FROM oa WHERE obj NOT IN (SELECT obj FROM same)),
-         rb AS (SELECT obj, row_number() OVER (ORDER BY first, obj) AS r FROM ob WHERE obj NOT IN (SELECT obj FROM same)),
+         ra AS (SELECT obj, row_number() OVER (ORDER BY first, obj) AS r FROM oa
+                WHERE obj NOT IN (SELECT obj FROM same)),
+         rb AS (SELECT obj, row_number() OVER (ORDER BY first, obj) AS r FROM ob
+                WHERE obj NOT IN (SELECT obj FROM same)),
          m AS (
             SELECT obj AS a_obj, obj AS b_obj, obj AS pair, false AS by_order FROM same
             UNION ALL
             SELECT ra.obj, rb.obj,
-                   CASE WHEN ra.obj IS NULL THEN rb.obj WHEN rb.obj IS NULL THEN ra.obj ELSE ra.obj || ' ~ ' || rb.obj END,
+                   CASE WHEN ra.obj IS NULL THEN rb.obj WHEN rb.obj IS NULL THEN ra.obj
+                        ELSE ra.obj || ' ~ ' || rb.obj END,
                    ra.obj IS NOT NULL AND rb.obj IS NOT NULL
             FROM ra FULL OUTER JOIN rb ON ra.r = rb.r)
     SELECT CAST(row_number() OVER (ORDER BY pair) AS INTEGER) AS pid, * FROM m

@@ -21,7 +21,8 @@ def _run(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"run ids are integers, got {text!r}; `alarmkit diff --db J --run 1 --run 2`") from None
+        raise argparse.ArgumentTypeError(f"run ids are integers, got {text!r}; "
+                                         "`alarmkit diff --db J --run 1 --run 2`") from None
     if not 1 <= value <= MAX_RUN_ID:
         raise argparse.ArgumentTypeError(f"run ids are 1..{MAX_RUN_ID}, got {value}; journal.runs() lists them")
     return value
@@ -33,7 +34,8 @@ def _align(text: str) -> str | int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--align is exact, first_request or a tolerance in ms, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--align is exact, first_request or a tolerance in ms, "
+                                         f"got {text!r}") from None
     if not 0 <= value <= 86_400_000:
         raise argparse.ArgumentTypeError(f"--align as a tolerance is 0..86400000 ms, got {value}")
     return value

@@ -40,6 +40,19 @@ def _event(kind: Any, t: Any, sched: Any) -> str:
     return text + (f" (for {_t(sched)})" if sched is not None and not pd.isna(sched) else "")
 
 
+def _strong_text(r: Any, s: str, name: str, other: str, status: str) -> str:
+    """The hover of a differing event in run ``s``: what it is, then its counterpart in the other run."""
+    o = "b" if s == "a" else "a"
+    kinds = str(r.kind).split(" → ")  # a changed outcome names both kinds: A's, then B's
+    here, there = (kinds[0], kinds[-1]) if s == "a" else (kinds[-1], kinds[0])
+    counterpart = (f"counterpart in {other}: {_event(there, getattr(r, f't_{o}'), getattr(r, f'scheduled_{o}'))}"
+                   if not pd.isna(getattr(r, f"t_{o}")) else f"no counterpart in {other}")
+    late = getattr(r, f"late_{s}")
+    extra = f"; {_t(late)} late" if not pd.isna(late) else ""
+    return esc(f"{_event(here, getattr(r, f't_{s}'), getattr(r, f'scheduled_{s}'))} in {name}{extra} {r.what or ''}; "
+               f"{status}; {counterpart}", 400)
+
+
 def diff_figure(d: Any, title: str | None = None, height: int | None = None) -> go.Figure:
     """The paired-lane figure of ``d`` (a ``RunDiff``)."""
     a, b = d.names
@@ -65,22 +78,15 @@ def diff_figure(d: Any, title: str | None = None, height: int | None = None) -> 
     for status, color in STATUS_COLORS.items():
         rows = table[table["status"] == status]
         for s, name, other in (("a", a, b), ("b", b, a)):
-            o = "b" if s == "a" else "a"
             here = rows[rows[f"t_{s}"].notna()]
             if here.empty:
                 continue
-            kinds = [k.split(" → ")[0 if s == "a" else -1] for k in here["kind"]]
-            texts = []
-            for r, k in zip(here.itertuples(), kinds):
-                counterpart = (f"counterpart in {other}: {_event(r.kind.split(' → ')[-1 if s == 'a' else 0], getattr(r, f't_{o}'), getattr(r, f'scheduled_{o}'))}"
-                               if not pd.isna(getattr(r, f"t_{o}")) else f"no counterpart in {other}")
-                late = getattr(r, f"late_{s}")
-                extra = f"; {_t(late)} late" if not pd.isna(late) else ""
-                texts.append(esc(f"{_event(k, getattr(r, f't_{s}'), getattr(r, f'scheduled_{s}'))} in {name}{extra}"
-                                 f" {r.what or ''}; {_STATUS_TEXT[status].format(a=a, b=b)}; {counterpart}", 400))
+            texts = [_strong_text(r, s, name, other, _STATUS_TEXT[status].format(a=a, b=b))
+                     for r in here.itertuples()]
             fig.add_trace(go.Scatter(
                 x=(here[f"t_{s}"].astype(float) / 1000).tolist(), y=[_lane(v, name) for v in here["object"]],
-                mode="markers", name=esc(_STATUS_TEXT[status].format(a=a, b=b) + ("" if status.startswith("only") else f" ({name})")),
+                mode="markers", name=esc(_STATUS_TEXT[status].format(a=a, b=b)
+                                         + ("" if status.startswith("only") else f" ({name})")),
                 marker={"color": color, "size": 13, "line": {"color": "#222", "width": 1},
                         "symbol": [_SYMBOL.get(c, "circle") for c in here["cls"]]},
                 customdata=[int(i) for i in here.index], hovertext=texts, hoverinfo="text",
