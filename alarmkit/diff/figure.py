@@ -49,7 +49,8 @@ def _strong_text(r: Any, s: str, name: str, other: str, status: str) -> str:
                    if not pd.isna(getattr(r, f"t_{o}")) else f"no counterpart in {other}")
     late = getattr(r, f"late_{s}")
     extra = f"; {_t(late)} late" if not pd.isna(late) else ""
-    return esc(f"{_event(here, getattr(r, f't_{s}'), getattr(r, f'scheduled_{s}'))} in {name}{extra} {r.what or ''}; "
+    what = f" {r.what}" if r.what else ""
+    return esc(f"{_event(here, getattr(r, f't_{s}'), getattr(r, f'scheduled_{s}'))}{what} in {name}{extra}; "
                f"{status}; {counterpart}", 400)
 
 
