@@ -23,6 +23,7 @@ from .runtime import (
 from .runtime.facets import AlarmProxyParent, facet_alarm_state
 from .scenarios import SCENARIOS, RunResult, list_scenarios, run_scenario, scenario
 from . import workers  # noqa: F401  (gives Simulation.load_worker its loader: docs/workers.md)
+from .diff import RunDiff, diff
 from .explore import Counterexample, Exploration, FaultSpace, explore
 from ._public import publish as _publish
 
@@ -31,7 +32,7 @@ __all__ = [
     "Latency", "PROFILES", "Profile", "SCENARIOS", "Simulation", "Stub", "Task", "get_profile",
     "list_scenarios", "run_scenario", "scenario", "RunResult", "FaultPlan", "FaultSpace", "Obligation", "Report",
     "Violation", "check", "check_run", "Counterexample", "Exploration", "explore", "EventRow", "AlarmProxyParent",
-    "facet_alarm_state",
+    "facet_alarm_state", "diff", "RunDiff",
     *_errors.__all__,
 ]
 

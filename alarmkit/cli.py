@@ -140,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_arguments(cal)
     cal.set_defaults(fn=cmd_calibrate)
 
+    from .diff.command import add_arguments as diff_arguments
+
+    dif = sub.add_parser("diff", help="diff two runs (one journal or two), down to the first divergence")
+    diff_arguments(dif)
+    dif.set_defaults(fn=cmd_diff)
+
     from .viz.bundle import add_arguments as notebooks_arguments
 
     nbs = sub.add_parser("notebooks", help="execute every notebook and export it to HTML, with an index page")
@@ -150,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
     from .viz.bundle import run_command
+
+    return run_command(args)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .diff.command import run_command
 
     return run_command(args)
 

@@ -107,6 +107,13 @@ pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 pair.figure(kinds=["arm", "fire", "effect", "handler_ok"], window=(0, 400_000), title="1 · the alarm as the data")
 
 # %% [markdown]
+# `pair.diff()` reads the two runs for the eye, down to where they part:
+# the first arm the variant leaves out, and the revokes that never come.
+
+# %%
+print(pair.diff().summary())
+
+# %% [markdown]
 # Three leases are never revoked: every `set_alarm` (▼) replaced the alarm of the lease before it.
 # The correct ledger's alarm only moves earlier, and every lease has its revoke (●).
 #
@@ -148,6 +155,13 @@ pair = cx.compare("lease-ledger", journal=journal, labels=("constructor pushes l
 pair.figure(kinds=["arm", "crash", "construct", "fire", "effect"], window=(0, 100_000), title="2 · the constructor pushes the alarm later")
 
 # %% [markdown]
+# `pair.diff()` reads the two runs for the eye, down to where they part:
+# the constructor's arm, the one event the correct ledger does not have.
+
+# %%
+print(pair.diff().summary())
+
+# %% [markdown]
 # ## 3 · Deleting before the effect
 #
 # > *Symptom: a crash loses the effect permanently. Fix: effect first, then the row, and an effect
@@ -178,6 +192,13 @@ pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 # %%
 pair.figure(kinds=["fault", "fire", "handler_error", "retry_scheduled", "effect", "handler_ok"], window=(0, 60_000),
         title="3 · the row deleted before the effect")
+
+# %% [markdown]
+# `pair.diff()` reads the two runs for the eye, down to where they part:
+# the revoke the retry never runs, and the obligation lost with it.
+
+# %%
+print(pair.diff().summary())
 
 # %% [markdown]
 # ## 4 · Reading the clock instead of the table

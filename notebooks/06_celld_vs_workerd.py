@@ -89,6 +89,23 @@ journal.sql("""
 # %%
 lateness({"celld": journal.events(fleet.run_id), "workerd": journal.events(fleet["compare_run_id"])})
 
+# %% [markdown]
+# `ak.diff` does the comparison instead of the eye: it pairs each arm and fire of one runtime with
+# its counterpart in the other, per cell and per alarm, and names what differs. Nothing is missing
+# on celld: every fire comes, only late, and the keepalive each late handler re-arms is later too.
+
+# %%
+fleet_diff = ak.diff(fleet["compare_run_id"], fleet.run_id, journal=journal, names=("workerd", "celld"))
+
+# %%
+print(fleet_diff.summary())
+
+# %%
+fleet_diff.figure()
+
+# %% [markdown]
+# The same two runs as timelines, one above the other:
+
 # %%
 compare({"celld": journal.events(fleet.run_id), "workerd": journal.events(fleet["compare_run_id"])},
         kinds=["arm", "evict", "fire", "handler_ok", "handler_error"], title="the keepalive fleet on two runtimes")

@@ -19,7 +19,8 @@ from .importer import canonical_object
 if TYPE_CHECKING:  # pragma: no cover
     from .calibration import Calibration
 
-__all__ = ["OVERLAY_KINDS", "band_figure", "details_figure", "overlay_events", "overlay_figure", "text_table", "write_html"]
+__all__ = ["OVERLAY_KINDS", "band_figure", "details_figure", "overlay_events", "overlay_figure", "probe_diff", "text_table",
+           "write_html"]
 
 OVERLAY_KINDS = ["construct", "evict", "restart", "call", "arm", "disarm", "fire", "fire_skipped", "handler_ok",
                  "handler_error", "retry_scheduled", "abandoned", "revive", "effect", "crash", "facet_broken"]
@@ -70,6 +71,24 @@ def overlay_figure(probe: str, cal: "Calibration | None" = None) -> go.Figure:
     verdict = "match" if v is not None and v.match else "MISMATCH"
     return compare(runs, kinds=OVERLAY_KINDS,
                    title=f"{probe}: real workerd {cal.version} vs simulator · {verdict} · ms from the probe anchor")
+
+
+def probe_diff(probe: str, cal: "Calibration | None" = None):
+    """``ak.diff`` of one probe's real run (A) against its simulated run (B), times from the probe anchor,
+    within the calibration's latency allowance: where the simulator parts from workerd, and why."""
+    from ..diff import diff
+    from ..diff._sql import ALIGNED_KINDS
+
+    if cal is None:
+        from .recorded import reference
+
+        cal = reference()
+    real, sim = overlay_events(cal, probe).values()
+    # only what the real run's journal records at all: the recorded twin journals no revive, no
+    # fire_skipped and no abandonment of its own (docs/calibration.md), so those would all read as missing
+    kinds = [k for k in ALIGNED_KINDS if k in set(real["kind"])] or ["fire"]
+    return diff(real, sim, align=int(cal.bands.latency_ms), names=(f"workerd {cal.version}", "the simulator"),
+                check=False, kinds=kinds)
 
 
 def band_figure(cal: "Calibration") -> go.Figure:
@@ -172,10 +191,13 @@ def write_html(cal: "Calibration", path: str | Path) -> Path:
     if not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
     figures = [band_figure(cal), details_figure(cal)]
+    rows = _rows(cal)
     for n in cal.verdicts:
         try:
             figures.append(overlay_figure(n, cal))
+            d = probe_diff(n, cal)
         except AlarmkitError:
             continue  # a probe that failed on one side has no runs to draw; its row says why
-    out.write_text(report_html(figures, f"alarmkit calibration · workerd {cal.version}", _rows(cal)), encoding="utf-8")
+        rows.append((f"{n}: real vs simulated", "\n".join(d.summary().splitlines()[:2]), d.first_divergence is not None))
+    out.write_text(report_html(figures, f"alarmkit calibration · workerd {cal.version}", rows), encoding="utf-8")
     return out

@@ -46,6 +46,17 @@ class Counterexample:
 
         return replay(self, journal, scenario)
 
+    def diff(self, journal: Any = None, **kwargs: Any):
+        """``ak.diff`` of the same seed without the fault plan (A) against this counterexample's run (B):
+        the first divergence is where the faults changed the run (kwargs go to ``diff``)."""
+        from ..diff import diff
+        from ..scenarios import run_scenario
+
+        bad = self.replay(journal)
+        good = run_scenario(self.scenario, seed=self.seed, journal=journal, profile=self.profile, faults=FaultPlan(),
+                            **self.params)
+        return diff(good, bad, names=("without the faults", "with the faults"), **kwargs)
+
     def compare(self, correct: str, journal: Any = None, labels: tuple[str, str] | None = None) -> Comparison:
         """Replay this and the ``correct`` scenario under the same plan: ``.bad``, ``.good``,
         ``.check()`` (of the bad run) and ``.figure(kinds=..., window=..., title=...)``."""

@@ -53,6 +53,12 @@ class Comparison:
 
         return compare({self.labels[0]: self.bad.events, self.labels[1]: self.good.events}, **kwargs)
 
+    def diff(self, **kwargs: Any):
+        """``ak.diff`` of the correct run (A) against the counterexample's (B): where they part and why."""
+        from ..diff import diff
+
+        return diff(self.good, self.bad, names=(self.labels[1], self.labels[0]), **kwargs)
+
 
 def compare_with(cx: Finding, correct: str, journal: Any = None,
                  labels: tuple[str, str] | None = None) -> Comparison:

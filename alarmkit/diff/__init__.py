@@ -1,0 +1,7 @@
+"""Diff two runs, down to the first divergence: ``diff(a, b)`` aligns two alarm histories per object
+and per alarm in DuckDB and returns a ``RunDiff`` (docs/diff.md)."""
+
+from ._result import Divergence, RunDiff
+from ._run import diff
+
+__all__ = ["diff", "RunDiff", "Divergence"]
