@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from ..errors import AlarmkitError
@@ -111,7 +110,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     script = load_script(args.script)  # refused before workerd starts
     journal = open_journal(args.db)
     try:
-        result = record(args.worker, args.class_name, script, journal, out_dir=args.out, progress=sys.stderr)
+        result = record(args.worker, args.class_name, script, journal, out_dir=args.out)
     except KeyboardInterrupt:
         raise KeyboardInterrupt("record interrupted; workerd was stopped, its work folder removed, and no run "
                                 f"was added to {clean(args.db)}") from None

@@ -26,7 +26,7 @@ from .reader import TraceFile
 from .text import clean
 from .traces import FAILED, OUTCOMES, Invocation, Records, iter_records, _trace_path
 
-__all__ = ["ImportResult", "Anomaly", "import_records", "import_file", "LATE_MS", "GRACE_MS", "LADDER"]
+__all__ = ["ImportResult", "Anomaly", "import_records", "import_file", "journal_run", "LATE_MS", "GRACE_MS", "LADDER"]
 
 LATE_MS = 1_000  # a first attempt later than this after its scheduled time is a late fire
 GRACE_MS = 60_000  # the docs: alarms "can be delayed by up to a minute during maintenance or failover"
@@ -368,8 +368,23 @@ def import_file(path: str | Path, journal: Any = None, *, late_ms: int = LATE_MS
                                "first_ms": result.summary["first_ms"], "sha256": sha,
                                "duplicates": result.summary["duplicates"], "checks": result.checks.to_dict(),
                                "again_of": earlier or None}}
-        run_id = journal.start_run(scenario or f"import:{p.name}", f"real:{result.summary['format']}", 0, params)
-        journal.write_events(run_id, result.rows)
-        journal.end_run(run_id, True)  # waits for the events: complete only once they are in
-        result.run_id = run_id
+        result.run_id = journal_run(journal, scenario or f"import:{p.name}", f"real:{result.summary['format']}",
+                                    params, result.rows)
     return result
+
+
+def journal_run(journal: Any, scenario: str, profile: str, params: dict, rows: list[tuple]) -> int:
+    """One run with its events, ended ``complete = true`` once every event is in; on any failure
+    (Ctrl-C included) the half-written run is taken out again, so no partial run is left behind."""
+    import contextlib
+
+    run_id = journal.start_run(scenario, profile, 0, params)
+    try:
+        journal.write_events(run_id, rows)
+        journal.end_run(run_id, True)  # waits for the events: complete only once they are in
+    except BaseException:
+        with contextlib.suppress(Exception):
+            journal.con.execute("DELETE FROM events WHERE run_id = ?", [run_id])
+            journal.con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+        raise
+    return run_id

@@ -211,8 +211,8 @@ def export_perfetto(journal: Any, run_ids: Iterable[int], path: str | Path) -> P
             tr.start_run(r)
             cur = journal.con.cursor()
             try:
-                reader = cur.execute(f"SELECT {', '.join(_COLS)} FROM events WHERE run_id = ? ORDER BY seq",
-                                     [r]).to_arrow_reader(BATCH)
+                reader = cur.sql(f"SELECT {', '.join(_COLS)} FROM events WHERE run_id = $r ORDER BY seq",
+                                 params={"r": r}).to_arrow_reader(BATCH)
                 for batch in reader:
                     cols = [batch.column(i).to_pylist() for i in range(len(_COLS))]
                     for row in zip(*cols):
