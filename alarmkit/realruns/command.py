@@ -59,8 +59,10 @@ def _ms(text: str) -> int:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected whole milliseconds, got {text[:40]!r}") from None
-    if not 0 <= v <= 10**12:
-        raise argparse.ArgumentTypeError(f"expected milliseconds >= 0 (at most 10**12), got {v}")
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected milliseconds >= 0, got {v}")
+    if v > 10**12:
+        raise argparse.ArgumentTypeError(f"expected at most 10**12 milliseconds (31 years), got {text[:40]}")
     return v
 
 

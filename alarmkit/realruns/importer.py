@@ -107,7 +107,8 @@ def import_records(records: Iterable[dict] | Records, name: str = "trace", *, la
             obj, guess = inv.entrypoint or inv.script or "unknown object", True
         ns = inv.entrypoint or inv.script
         b.invocation(inv, lines, ns, obj, guess)
-    end = max((r[1] for r in b.rows), default=None)
+    times = [inv.t_ms for inv in invs if inv.t_ms is not None]
+    end = max([r[1] for r in b.rows] + times, default=None)  # the trace ends at its last event, a row or not
     b.finish(end)
     # in time order (a stable sort keeps each invocation's own order), numbered again
     rows = [(i, *r[1:]) for i, r in enumerate(sorted(b.rows, key=lambda r: r[1]), 1)]
@@ -131,7 +132,6 @@ def import_records(records: Iterable[dict] | Records, name: str = "trace", *, la
         cannot.append(f"outcomes: {b.no_outcome} alarm() run(s) have no outcome in the trace (it ended first) and no "
                       "alarm_end/alarm_throw line; no handler_ok/handler_error was made for them")
     cannot += b.checks.cannot()
-    times = [inv.t_ms for inv in invs if inv.t_ms is not None]
     extra = [f"{counts['unrecognised']} unrecognised"] if counts["unrecognised"] else []
     if records.duplicates:
         extra.append(f"{records.duplicates} duplicate record(s) dropped")

@@ -47,7 +47,7 @@ class TraceFile:
         self.line = 1  # the line the current record starts on
 
     def _chunks(self, f: BinaryIO) -> Iterator[str]:
-        head = f.read(4)
+        head = f.read(CHUNK)  # the whole first chunk: a NUL anywhere in it says binary before a bad byte does
         if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
             raise AlarmkitError(f"{self.name} is UTF-16 text (a byte-order mark); alarmkit reads UTF-8 JSON: "
                                 f"convert it, e.g. iconv -f UTF-16 -t UTF-8 {self.name} > trace.jsonl")
