@@ -301,3 +301,92 @@ def test_perfetto_export_streams_a_large_run(tmp_path):
     trace = json.loads((tmp_path / "big.json").read_text())
     assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == 100_000
     assert sum(e["ph"] == "f" for e in trace["traceEvents"]) == 100_000
+
+
+# ---------------------------------------------------------------- record (real workerd)
+
+from alarmkit.realruns.record import LAB_DIR, record  # noqa: E402
+
+HANG_WORKER = """import { DurableObject } from "cloudflare:workers";
+export class Hang extends DurableObject {
+  async ping() { return 1; }
+  async hang() { await new Promise((r) => setTimeout(r, 60000)); return 2; }
+}
+"""
+
+
+@pytest.mark.slow
+def test_record_counts_failed_calls_and_fails_the_obligations_they_carry(tmp_path, workerd_binary):
+    script = {"steps": [{"at_ms": 0, "object": "l", "method": "grnt", "args": ["a", 300],
+                         "owes": {"effect": "revoke", "key": "a", "after_ms": 300}}], "until_ms": 600}
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    out = cli("record", "--worker", str(LAB_DIR / "lease.js"), "--class", "LeaseLedger", "--script", "s.json",
+              "--db", "j.duckdb", cwd=tmp_path, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "calls: 1 made, 1 failed" in out.stdout and "step 0 l.grnt():" in out.stdout
+    assert "<Report 1 violation(s): call_failed;" in out.stdout and "Report ok" not in out.stdout
+    assert "'invariant': 'call_failed'" in out.stdout and 'revoke("a"), was never created' in out.stdout
+
+
+@pytest.mark.slow
+def test_record_takes_due_times_from_the_object_clock_and_ends_complete(tmp_path, workerd_binary):
+    """The shipped lease-normal script (after_ms): due = the object's call line + after_ms, never the
+    entry worker's earlier clock (which flagged a correct ledger alarm_pushed_past_due by 4-8 ms)."""
+    script = json.loads((FIX / "lease-normal" / "drive.json").read_text())
+    with Journal(tmp_path / "j.duckdb") as j:
+        r = record(LAB_DIR / "lease.js", "LeaseLedger", script, j, binary=workerd_binary)
+        run = j.run(r.run_id)
+    calls = [x for x in r.imported.rows if x[4] == "call" and x[8]["method"] == "grant"]
+    assert [o["due_ms"] for o in r.obligations] == [calls[0][1] + 300, calls[1][1] + 1500]
+    assert r.due_from == ["object clock", "object clock"]
+    arms = [x[5] for x in r.imported.rows if x[4] == "arm"]
+    assert arms[0] == r.obligations[0]["due_ms"]  # grant() armed at its own Date.now() + ttl: exactly the due time
+    assert r.check().ok and bool(run["complete"]) is True
+    assert r.tail_path is None and not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("alarmkit-record-out-*"))
+
+
+def test_record_refuses_foreign_files_in_out_before_workerd_and_leaves_them(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "tail.jsonl").write_text("mine\n" * 12)
+    (raw / "stream.jsonl").write_text("mine too\n" * 89)
+    before = {p.name: sha(p) for p in raw.iterdir()}
+    (tmp_path / "s.json").write_text(json.dumps({"steps": [{"object": "a", "method": "grant"}], "until_ms": 100}))
+    err = one_line_error(cli("record", "--worker", str(LAB_DIR / "lease.js"), "--class", "LeaseLedger", "--script",
+                             "s.json", "--db", "j.duckdb", "--out", "raw", cwd=tmp_path))
+    assert "exists and was not written by alarmkit as recording" in err
+    assert {p.name: sha(p) for p in raw.iterdir()} == before
+
+
+@pytest.mark.parametrize("owes, expect", [
+    (5, "owes must be an object with 'effect' (text) and 'key', got 5"),
+    ({"effect": "revoke"}, "owes must be an object with 'effect' (text) and 'key'"),
+    ({"effect": "revoke", "key": "a", "due": "whenever"}, 'owes.due must be "returned"'),
+    ({"effect": "revoke", "key": "a", "after_ms": -1}, "owes.after_ms must be whole ms in 0..10000000000, got -1"),
+    ({"effect": "revoke", "key": "a", "after_ms": "soon"}, "owes.after_ms must be whole ms"),
+    ({"effect": "revoke", "key": "a", "late": 1}, "owes has unknown field(s) ['late']"),
+])
+def test_record_refuses_a_bad_owes_before_workerd_runs(tmp_path, owes, expect):
+    (tmp_path / "s.json").write_text(json.dumps({"steps": [{"object": "a", "method": "grant", "owes": owes}],
+                                                 "until_ms": 100}))
+    env_tmp = tmp_path / "tmp"
+    env_tmp.mkdir()
+    out = subprocess.run([sys.executable, "-m", "alarmkit", "record", "--worker", str(LAB_DIR / "lease.js"), "--class",
+                          "LeaseLedger", "--script", "s.json", "--db", "j.duckdb"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(env_tmp)})
+    assert expect in one_line_error(out)
+    assert not list(env_tmp.iterdir()) and not (tmp_path / "j.duckdb").exists()  # no work folder, no journal
+
+
+@pytest.mark.slow
+def test_a_step_that_never_returns_is_named_and_nothing_is_left(tmp_path, workerd_binary, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "w.js").write_text(HANG_WORKER)
+    script = {"steps": [{"object": "h", "method": "ping"}, {"at_ms": 10, "object": "h", "method": "hang"}],
+              "until_ms": 100}
+    with pytest.raises(AlarmkitError, match=r"^step 1 \(h\.hang\(\)\) did not return within 2 s; the recording was "
+                                            r"stopped"):
+        record(tmp_path / "w.js", "Hang", script, binary=workerd_binary, step_timeout_s=2)
+    assert not list(tmp_path.glob("alarmkit-record-*"))

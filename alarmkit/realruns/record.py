@@ -132,7 +132,7 @@ class RecordResult:
                 report.violations.append(Violation(
                     "call_failed", step["object"], c["result"].get("now"),
                     f"step {c['index']} {step['method']}() failed ({c['result'].get('error')}); the obligation it "
-                    f"carries, {owes.get('effect')}({owes.get('key')!r}), was never created", owes.get("key")))
+                    f"carries, {owes.get('effect')}({json.dumps(owes.get('key'), default=str)}), was never created", owes.get("key")))
             else:
                 report.notes.append(f"step {c['index']} {step['method']}() failed ({c['result'].get('error')})")
         report.violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))
