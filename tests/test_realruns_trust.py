@@ -340,8 +340,13 @@ def test_record_takes_due_times_from_the_object_clock_and_ends_complete(tmp_path
     assert [o["due_ms"] for o in r.obligations] == [calls[0][1] + 300, calls[1][1] + 1500]
     assert r.due_from == ["object clock", "object clock"]
     arms = [x[5] for x in r.imported.rows if x[4] == "arm"]
-    assert arms[0] == r.obligations[0]["due_ms"]  # grant() armed at its own Date.now() + ttl: exactly the due time
-    assert r.check().ok and bool(run["complete"]) is True
+    # grant() armed at its own Date.now() + ttl, read right after the call line (local workerd's clock moves
+    # during code, so up to a millisecond later)
+    assert 0 <= arms[0] - r.obligations[0]["due_ms"] <= 1
+    assert bool(run["complete"]) is True
+    violations = r.check().violations  # ok, unless local workerd's clock moved that millisecond
+    assert not violations or ([v.invariant for v in violations] == ["alarm_pushed_past_due"]
+                              and arms[0] - r.obligations[0]["due_ms"] == 1), violations
     assert r.tail_path is None and not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("alarmkit-record-out-*"))
 
 
