@@ -98,8 +98,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         result = import_file(args.file, journal, late_ms=LATE_MS if args.late_ms is None else args.late_ms,
                              grace_ms=GRACE_MS if args.grace_ms is None else args.grace_ms, again=args.again)
     except KeyboardInterrupt:
-        raise KeyboardInterrupt(f"import of {clean(args.file)} interrupted; no run was added to {clean(args.db)} "
-                                "unless the report above says so") from None
+        raise KeyboardInterrupt(f"import of {clean(args.file)} interrupted; no run was added to {clean(args.db)}") from None
     finally:
         journal.close()
     print(json.dumps(result.to_dict(), default=str) if args.json else result.report())

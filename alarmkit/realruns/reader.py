@@ -44,7 +44,8 @@ class TraceFile:
         self.name = self.path.name
         self.sha = hashlib.sha256()
         self.bytes_read = 0
-        self.line = 1  # the line the current record starts on
+        self.line = 1  # the line of the buffer's first character
+        self._cache = (0, 1, 1)  # (position, its line, self.line then) of the last _line answer
 
     def _chunks(self, f: BinaryIO) -> Iterator[str]:
         head = f.read(CHUNK)  # the whole first chunk: a NUL anywhere in it says binary before a bad byte does
@@ -97,6 +98,7 @@ class TraceFile:
                 return False
             self.line += buf.count("\n", 0, pos)
             buf, pos = buf[pos:] + nxt, 0
+            self._cache = (0, self.line, self.line)
             return True
 
         while True:
@@ -160,9 +162,18 @@ class TraceFile:
             if pos > CHUNK:  # drop what is read, counting its lines
                 self.line += buf.count("\n", 0, pos)
                 buf, pos = buf[pos:], 0
+                self._cache = (0, self.line, self.line)
 
     def _line(self, buf: str, pos: int) -> int:
-        return self.line + buf.count("\n", 0, max(0, min(pos, len(buf))))
+        # counted on from the last answer (records come in order): a count from the buffer's start
+        # each time made an 80 MB file take 6x longer to read
+        pos = max(0, min(pos, len(buf)))
+        at, line, base = self._cache
+        if base != self.line or pos < at:
+            at, line = 0, self.line
+        line += buf.count("\n", at, pos)
+        self._cache = (pos, line, self.line)
+        return line
 
 
 def _depth(v: Any) -> int:
