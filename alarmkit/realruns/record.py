@@ -126,6 +126,11 @@ class RecordResult:
         from ..journal import rows_to_frame
 
         report = check_run(rows_to_frame(self.run_id, self.imported.rows), self.obligations, self.horizon_ms, **kw)
+        for c in self.calls:
+            if c.get("due_error"):
+                step = c["step"]
+                report.violations.append(Violation("due_unreadable", step["object"], c["result"].get("now"),
+                                                   f"step {c['index']} {c['due_error']}", step["owes"].get("key")))
         for c in self.failed_calls:
             owes, step = c["step"].get("owes"), c["step"]
             if owes:
@@ -358,9 +363,11 @@ def _obligations(calls: list[dict], rows: list[tuple]) -> tuple[list[dict], list
             continue
         if owes.get("due") == "returned":
             value = res.get("value")
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise AlarmkitError(f"step {c['index']} owes a due time \"returned\" by {step['method']}(), which "
-                                    f"returned {clean(repr(value))[:40]}; return the epoch ms the effect is due")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 10**15:
+                # said, never raised: raising here would lose the recording that has just run
+                c["due_error"] = (f"owes a due time \"returned\" by {step['method']}(), which returned "
+                                  f"{clean(repr(value))[:40]}, not epoch ms; its obligation could not be checked")
+                continue
             due, src = int(value), "returned"
         elif t_obj is not None:
             due, src = t_obj + int(owes.get("after_ms", 0)), "object clock"
