@@ -334,10 +334,14 @@ def test_record_counts_failed_calls_and_fails_the_obligations_they_carry(tmp_pat
 
 
 @pytest.mark.slow
-def test_record_takes_due_times_from_the_object_clock_and_ends_complete(tmp_path, workerd_binary):
+def test_record_takes_due_times_from_the_object_clock_and_ends_complete(tmp_path, workerd_binary, monkeypatch):
     """The shipped lease-normal script (after_ms): due = the object's call line + after_ms, never the
     entry worker's earlier clock (which flagged a correct ledger alarm_pushed_past_due by 4-8 ms)."""
+    import tempfile
+
     script = json.loads((FIX / "lease-normal" / "drive.json").read_text())
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     with Journal(tmp_path / "j.duckdb") as j:
         r = record(LAB_DIR / "lease.js", "LeaseLedger", script, j, binary=workerd_binary)
         run = j.run(r.run_id)
@@ -352,7 +356,7 @@ def test_record_takes_due_times_from_the_object_clock_and_ends_complete(tmp_path
     violations = r.check().violations  # ok, unless local workerd's clock moved that millisecond
     assert not violations or ([v.invariant for v in violations] == ["alarm_pushed_past_due"]
                               and arms[0] - r.obligations[0]["due_ms"] == 1), violations
-    assert r.tail_path is None and not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("alarmkit-record-out-*"))
+    assert r.tail_path is None and not list((tmp_path / "tmp").iterdir())  # raw files not kept, work folder gone
 
 
 def test_record_refuses_foreign_files_in_out_before_workerd_and_leaves_them(tmp_path):
