@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _real_harness import SETTINGS, assert_clean, checksums, children, run_cli, trace_bytes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-N_IMPORT = 100  # generated trace files per run (fixed seed)
+N_IMPORT = 80  # generated trace files per run (fixed seed)
 
 
 def test_generated_trace_files_import_cleanly(tmp_path_factory):
