@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"alarmkit: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
-        print(f"alarmkit: {err or 'interrupted'}", file=sys.stderr)
+        print(f"alarmkit: {str(err) or 'interrupted'}", file=sys.stderr)  # the exception is truthy even when empty
         return 130
     except OSError as err:  # the file system said no: a path, a permission, a full disk
         print(f"alarmkit: error: {_os_error(err)}", file=sys.stderr)

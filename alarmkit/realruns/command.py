@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ..errors import AlarmkitError
+from .text import clean
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "open_journal"]
 
 
 def add_commands(sub, export: argparse.ArgumentParser) -> None:
@@ -22,18 +24,33 @@ def add_commands(sub, export: argparse.ArgumentParser) -> None:
     register(sub)
 
 
-def cmd_export_perfetto(args: argparse.Namespace) -> int:
+def open_journal(db: str, *, read_only: bool = False):
+    """``Journal(db)``, after checking that an existing file is a DuckDB file at all (its header
+    carries ``DUCK`` at byte 8): a CSV or a text file is named for what it is, not "a DuckDB file"."""
     from ..journal import Journal
+
+    p = Path(db)
+    if p.is_file() and p.stat().st_size > 0:
+        with open(p, "rb") as f:
+            head = f.read(12)
+        if head[8:12] != b"DUCK":
+            raise AlarmkitError(f"{clean(str(p))!r} is not a DuckDB file, so not an alarmkit journal; alarmkit leaves "
+                                "it alone: pass a new path or a journal file, e.g. --db journal.duckdb")
+    return Journal(db, read_only=read_only)
+
+
+def cmd_export_perfetto(args: argparse.Namespace) -> int:
     from .perfetto import export_perfetto
 
     if not Path(args.db).is_file():
         raise AlarmkitError(f"no journal file {args.db}; write one with `alarmkit run ... --db {args.db}`")
-    journal = Journal(args.db)
+    journal = open_journal(args.db, read_only=True)  # works on a read-only file and beside a notebook
     try:
         out = export_perfetto(journal, [args.run_id], args.out or f"run-{args.run_id}.perfetto.json")
     finally:
         journal.close()
-    print(f"wrote {out} ({out.stat().st_size / 1e3:.1f} kB); open it at https://ui.perfetto.dev (Open trace file)")
+    print(clean(f"wrote {out} ({out.stat().st_size / 1e3:.1f} kB); open it at https://ui.perfetto.dev "
+                "(Open trace file)"))
     return 0
 
 
@@ -41,19 +58,23 @@ def _ms(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected whole milliseconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected whole milliseconds, got {text[:40]!r}") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"expected milliseconds >= 0, got {v}")
+    if v > 10**12:
+        raise argparse.ArgumentTypeError(f"expected at most 10**12 milliseconds (31 years), got {text[:40]}")
     return v
 
 
 def register(sub) -> None:
     imp = sub.add_parser("import", help="import Tail Worker, Logpush or streaming tail events as one run")
     imp.add_argument("file", help="JSON Lines or a JSON array of TraceItems, workers_trace_events or tail stream events")
-    imp.add_argument("--db", required=True, help="journal file (DuckDB) to add the run to")
+    imp.add_argument("--db", required=True, help="journal file to add the run to (made if new)")
     imp.add_argument("--late-ms", type=_ms, default=None, help="a first run later than this is a late fire (default 1000)")
     imp.add_argument("--grace-ms", type=_ms, default=None,
                      help="an arm with no alarm() by its time plus this is an anomaly (default 60000)")
+    imp.add_argument("--again", action="store_true",
+                     help="add the file even if the journal already holds a run imported from the same bytes")
     imp.add_argument("--json", action="store_true", help="print one JSON object")
     imp.set_defaults(fn=cmd_import)
 
@@ -61,24 +82,23 @@ def register(sub) -> None:
     rec.add_argument("--worker", required=True, help="your ES module file, e.g. src/worker.js")
     rec.add_argument("--class", dest="class_name", required=True, help="the Durable Object class it exports")
     rec.add_argument("--script", required=True, help='driving script (JSON): {"steps": [...], "until_ms": N}')
-    rec.add_argument("--db", required=True, help="journal file (DuckDB) to add the run to")
+    rec.add_argument("--db", required=True, help="journal file to add the run to (made if new)")
     rec.add_argument("--out", default=None, help="folder to keep the raw tail.jsonl / stream.jsonl in")
     rec.add_argument("--json", action="store_true", help="print one JSON object")
     rec.set_defaults(fn=cmd_record)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import json
-
-    from ..journal import Journal
     from .importer import GRACE_MS, LATE_MS, import_file
 
     if not Path(args.file).is_file():
         raise AlarmkitError(f"no trace file {args.file}; pass a JSON Lines or JSON array file of tail or Logpush events")
-    journal = Journal(args.db)
+    journal = open_journal(args.db)
     try:
         result = import_file(args.file, journal, late_ms=LATE_MS if args.late_ms is None else args.late_ms,
-                             grace_ms=GRACE_MS if args.grace_ms is None else args.grace_ms)
+                             grace_ms=GRACE_MS if args.grace_ms is None else args.grace_ms, again=args.again)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"import of {clean(args.file)} interrupted; no run was added to {clean(args.db)}") from None
     finally:
         journal.close()
     print(json.dumps(result.to_dict(), default=str) if args.json else result.report())
@@ -86,25 +106,24 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    import json
-
-    from ..journal import Journal
     from .record import load_script, record
 
     script = load_script(args.script)  # refused before workerd starts
-    journal = Journal(args.db)
+    journal = open_journal(args.db)
     try:
         result = record(args.worker, args.class_name, script, journal, out_dir=args.out)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt("record interrupted; workerd was stopped, its work folder removed, and no run "
+                                f"was added to {clean(args.db)}") from None
     finally:
         journal.close()
     report = result.check()
     if args.json:
-        print(json.dumps({**result.imported.to_dict(), "check": {**report.summary(), "violations_list": [v.to_dict() for v in report.violations]}},
+        print(json.dumps({**result.imported.to_dict(), "calls": result.call_summary(),
+                          "check": {**report.summary(), "violations_list": [v.to_dict() for v in report.violations]}},
                          default=str))
-    else:
-        print(result.imported.report())
-        print(f"  check: {report!r}")
-        for v in report.violations:
-            print(f"    {v.to_dict()}")
-        print(f"  raw events: {result.tail_path}, {result.stream_path}")
+        return 0
+    print(result.imported.report())
+    for line in result.check_lines(report):
+        print(clean(line))
     return 0

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..errors import AlarmkitError
 
-__all__ = ["trace_events", "write_trace", "export_perfetto"]
+__all__ = ["trace_events", "export_perfetto"]
 
 _ENDS = ("handler_ok", "handler_error", "crash")
 
@@ -54,6 +54,91 @@ def _process_name(run: dict | None, run_id: int) -> str:
     return " · ".join(parts)
 
 
+class _Trace:
+    """Journal rows in, Trace Event dicts out (to ``emit``), holding only per-object state.
+
+    An arm's flow start is held until its fire (then written just before the finish) and dropped
+    when a disarm or a newer arm replaces it; an alarm() slice is written when its end is seen.
+    So memory grows with the objects of a run, not with its events, and the export can stream.
+    """
+
+    def __init__(self, emit, runs: dict[int, dict]) -> None:
+        self.emit, self.runs = emit, runs
+        self.flow_id = 0
+        self.run_id: int | None = None
+
+    def start_run(self, run_id: int) -> None:
+        self.end_run()
+        self.run_id = run_id
+        self.pid = run_id if run_id >= 0 else 0
+        self.emit({"name": "process_name", "ph": "M", "ts": 0, "pid": self.pid, "tid": 0,
+                   "args": {"name": _process_name(self.runs.get(run_id), run_id)}})
+        self.tids: dict[tuple, int] = {}
+        self.open_fire: dict[int, dict] = {}  # tid -> its X event, not written yet
+        self.last_arm: dict[int, dict] = {}  # tid -> flow start of an arm not fired yet, not written yet
+        self.last_ts: dict[int, int] = {}
+
+    def row(self, seq, t_ms, namespace, object_id, kind, scheduled, prev, retry, detail_text) -> None:
+        pid, emit = self.pid, self.emit
+        key = (namespace, object_id)
+        if object_id is None:
+            tid = 0
+        elif key not in self.tids:
+            tid = self.tids[key] = len(self.tids) + 1
+            label = f"{namespace}:{object_id}" if namespace else str(object_id)
+            emit({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"name": label}})
+            emit({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+        else:
+            tid = self.tids[key]
+        ts = int(t_ms) * 1000
+        kind = str(kind)
+        detail = _detail(detail_text)
+        args = {k: v for k, v in (("seq", int(seq)), ("scheduled_ms", _int(scheduled)),
+                                  ("prev_scheduled_ms", _int(prev)), ("retry_count", _int(retry))) if v is not None}
+        args.update({f"detail.{k}": v for k, v in detail.items()})
+        name = kind
+        if kind == "arm" and _int(prev) is not None:
+            name = f"move ({detail.get('direction', 'moved')})"
+        if tid in self.open_fire and kind not in ("effect", "arm", "disarm", "retry_scheduled", "call"):
+            self._close(tid, ts, kind)
+        emit({"name": name, "cat": kind, "ph": "i", "s": "t", "ts": ts, "pid": pid, "tid": tid, "args": args})
+        if kind == "arm" and tid:
+            self.flow_id += 1  # an arm replaced before it fired draws nothing: the new arm causes the fire
+            self.last_arm[tid] = {"name": "arm → fire", "cat": "flow", "ph": "s", "id": self.flow_id, "ts": ts,
+                                  "pid": pid, "tid": tid}
+        elif kind == "disarm":
+            self.last_arm.pop(tid, None)
+        elif kind == "fire":
+            self.open_fire[tid] = {"name": "alarm()", "cat": "alarm", "ph": "X", "ts": ts, "dur": 0, "pid": pid,
+                                   "tid": tid, "args": {**args, "outcome": None}}
+            arm = self.last_arm.pop(tid, None)
+            if arm is not None:
+                emit(arm)
+                emit({"name": "arm → fire", "cat": "flow", "ph": "f", "bp": "e", "id": arm["id"], "ts": ts,
+                      "pid": pid, "tid": tid})
+        self.last_ts[tid] = ts
+
+    def _close(self, tid: int, ts: int, kind: str | None) -> None:
+        x = self.open_fire.pop(tid)
+        x["dur"] = max(0, ts - x["ts"])
+        if kind is None or kind not in _ENDS:
+            x["args"]["unterminated"] = True
+        x["args"]["outcome"] = kind
+        self.emit(x)
+
+    def end_run(self) -> None:
+        if self.run_id is None:
+            return
+        for tid in list(self.open_fire):
+            self._close(tid, self.last_ts[tid], None)
+        self.run_id = None  # an arm that never fired starts no arrow: its held flow start is dropped
+
+
+_COLS = ("seq", "t_ms", "namespace", "object_id", "kind", "scheduled_ms", "prev_scheduled_ms", "retry_count", "detail")
+_HEAD = {"otherData": {"producer": "alarmkit", "time_unit": "ts and dur in microseconds (journal ms x 1000)"},
+         "displayTimeUnit": "ms"}
+
+
 def trace_events(events: pd.DataFrame, runs: dict[int, dict] | None = None) -> dict:
     """The Trace Event JSON object (a dict) for the runs in ``events`` (``Journal.events()`` rows).
 
@@ -65,94 +150,75 @@ def trace_events(events: pd.DataFrame, runs: dict[int, dict] | None = None) -> d
     df = check_frame(events)
     if df.empty:
         raise AlarmkitError("no events to export; Journal.events(run_id) of this run is empty")
-    runs = runs or {}
     out: list[dict] = []
-    flow_id = 0
+    tr = _Trace(out.append, runs or {})
     for run_id, rdf in df.groupby(df["run_id"].fillna(-1).astype(int), sort=True):
-        pid = int(run_id) if run_id >= 0 else 0
-        out.append({"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0,
-                    "args": {"name": _process_name(runs.get(int(run_id)), int(run_id))}})
-        tids: dict[tuple, int] = {}
-        open_fire: dict[int, tuple[int, dict]] = {}  # tid -> (index in out of its X event, fire row)
-        last_arm: dict[int, tuple[int, int, int]] = {}  # tid -> (ts, flow id, index in out) of an arm not fired yet
-        last_ts: dict[int, int] = {}
-        rdf = rdf.sort_values("seq")
-        for row in rdf.itertuples(index=False):
-            key = (row.namespace, row.object_id)
-            if row.object_id is None:
-                tid = 0
-            elif key not in tids:
-                tid = tids[key] = len(tids) + 1
-                label = f"{row.namespace}:{row.object_id}" if row.namespace else str(row.object_id)
-                out.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"name": label}})
-                out.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid, "tid": tid,
-                            "args": {"sort_index": tid}})
-            else:
-                tid = tids[key]
-            ts = int(row.t_ms) * 1000
-            kind = str(row.kind)
-            detail = _detail(row.detail)
-            args = {k: v for k, v in (("seq", int(row.seq)), ("scheduled_ms", _int(row.scheduled_ms)),
-                                      ("prev_scheduled_ms", _int(row.prev_scheduled_ms)),
-                                      ("retry_count", _int(row.retry_count))) if v is not None}
-            args.update({f"detail.{k}": v for k, v in detail.items()})
-            name = kind
-            if kind == "arm" and row.prev_scheduled_ms is not None and not pd.isna(row.prev_scheduled_ms):
-                name = f"move ({detail.get('direction', 'moved')})"
-            if tid in open_fire and kind != "effect" and kind not in ("arm", "disarm", "retry_scheduled", "call"):
-                _close(out, open_fire, tid, ts, kind)
-            out.append({"name": name, "cat": kind, "ph": "i", "s": "t", "ts": ts, "pid": pid, "tid": tid, "args": args})
-            if kind == "arm" and tid:
-                flow_id += 1
-                _drop_flow(out, last_arm.get(tid))  # replaced before it fired: the new arm causes the fire
-                last_arm[tid] = (ts, flow_id, len(out))
-                out.append({"name": "arm → fire", "cat": "flow", "ph": "s", "id": flow_id, "ts": ts, "pid": pid,
-                            "tid": tid})
-            elif kind == "disarm":
-                _drop_flow(out, last_arm.pop(tid, None))
-            elif kind == "fire":
-                out.append({"name": "alarm()", "cat": "alarm", "ph": "X", "ts": ts, "dur": 0, "pid": pid, "tid": tid,
-                            "args": {**args, "outcome": None}})
-                open_fire[tid] = (len(out) - 1, args)
-                arm = last_arm.pop(tid, None)
-                if arm is not None:
-                    out.append({"name": "arm → fire", "cat": "flow", "ph": "f", "bp": "e", "id": arm[1], "ts": ts,
-                                "pid": pid, "tid": tid})
-            last_ts[tid] = ts
-        for tid in list(open_fire):
-            _close(out, open_fire, tid, last_ts[tid], None)
-        # an arm that never fired starts no arrow
-        for arm in last_arm.values():
-            _drop_flow(out, arm)
-    return {"traceEvents": [e for e in out if e is not None], "displayTimeUnit": "ms",
-            "otherData": {"producer": "alarmkit", "time_unit": "ts and dur in microseconds (journal ms x 1000)"}}
+        tr.start_run(int(run_id))
+        for row in rdf.sort_values("seq")[list(_COLS)].itertuples(index=False, name=None):
+            tr.row(*row)
+    tr.end_run()
+    return {"traceEvents": out, **_HEAD}
 
 
-def _close(out: list, open_fire: dict, tid: int, ts: int, kind: str | None) -> None:
-    i, _ = open_fire.pop(tid)
-    x = out[i]
-    x["dur"] = max(0, ts - x["ts"])
-    if kind is None or kind not in _ENDS:
-        x["args"]["unterminated"] = True
-    x["args"]["outcome"] = kind
+def _ours(path: Path) -> bool:
+    """A trace alarmkit wrote: it opens with alarmkit's producer field (older exports: with traceEvents
+    and alarmkit's producer in the last 200 bytes)."""
+    from .._files import starts_with
+
+    if starts_with('{"otherData":{"producer":"alarmkit"')(path):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+            f.seek(max(0, path.stat().st_size - 200))
+            tail = f.read()
+    except OSError:
+        return False
+    return head.startswith(b'{"traceEvents":[') and b'"producer":"alarmkit"' in tail
 
 
-def _drop_flow(out: list, arm: tuple[int, int, int] | None) -> None:
-    if arm is not None:
-        out[arm[2]] = None
-
-
-def write_trace(trace: dict, path: str | Path) -> Path:
-    out = Path(path)
-    if not out.parent.exists():
-        raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
-    out.write_text(json.dumps(trace, separators=(",", ":"), default=str), encoding="utf-8")
-    return out
+BATCH = 65_536  # journal rows fetched at a time: the export's memory is a batch, not the run
 
 
 def export_perfetto(journal: Any, run_ids: Iterable[int], path: str | Path) -> Path:
-    """Write runs ``run_ids`` of ``journal`` as one Trace Event JSON file; returns its path."""
+    """Write runs ``run_ids`` of ``journal`` as one Trace Event JSON file; returns its path.
+
+    The rows stream from DuckDB in batches of ``BATCH`` and the JSON streams to a temporary file
+    renamed over ``path`` when complete (``_files.atomic_output``). Refused before anything is
+    written: a path that is the journal (or its WAL), a file alarmkit did not write, a run not in
+    the journal, a run with no events.
+    """
+    from .._files import atomic_output
+
     run_ids = [int(r) for r in run_ids]
+    if not run_ids:
+        raise AlarmkitError("no run to export; pass --run N (journal.runs() lists them)")
     runs = {r: journal.run(r) for r in run_ids}  # raises for a run not in the journal
-    frames = [journal.events(r) for r in run_ids]
-    return write_trace(trace_events(pd.concat(frames, ignore_index=True), runs), path)
+    for r in run_ids:
+        if not journal.con.execute("SELECT count(*) FROM events WHERE run_id = ?", [r]).fetchone()[0]:
+            raise AlarmkitError(f"no events to export; run {r} of the journal holds none")
+    reading = () if journal.path is None else (journal.path, Path(str(journal.path) + ".wal"))
+    with atomic_output(path, ours=_ours, what="Perfetto trace", reading=reading) as f:
+        f.write(json.dumps(_HEAD, separators=(",", ":"))[:-1] + ',"traceEvents":[')
+        first = [True]
+
+        def emit(e: dict) -> None:
+            f.write(("" if first[0] else ",") + json.dumps(e, separators=(",", ":"), default=str))
+            first[0] = False
+
+        tr = _Trace(emit, runs)
+        for r in sorted(set(run_ids)):
+            tr.start_run(r)
+            cur = journal.con.cursor()
+            try:
+                reader = cur.sql(f"SELECT {', '.join(_COLS)} FROM events WHERE run_id = $r ORDER BY seq",
+                                 params={"r": r}).to_arrow_reader(BATCH)
+                for batch in reader:
+                    cols = [batch.column(i).to_pylist() for i in range(len(_COLS))]
+                    for row in zip(*cols):
+                        tr.row(*row)
+            finally:
+                cur.close()
+        tr.end_run()
+        f.write("]}")
+    return Path(path)

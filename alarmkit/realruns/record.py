@@ -10,31 +10,36 @@ The driving script is JSON: ``{"steps": [{"at_ms": 0, "object": "ledger-1", "met
 "args": ["lease-1", 1000], "owes": {"effect": "revoke", "key": "lease-1", "after_ms": 1000}}, ...],
 "until_ms": 5000}``: each step calls ``method(*args)`` on the object named ``object`` (by RPC) at
 ``at_ms`` after the start; recording stops ``until_ms`` after the start. ``owes`` declares the
-obligation the call creates (checked by ``RecordResult.check()``): due ``after_ms`` after the time
-just before the call, or, with ``"due": "returned"``, at the epoch ms the call returned.
+obligation the call creates (checked by ``RecordResult.check()``): due ``after_ms`` after the
+moment the object's own clock read when the call reached it (the recorder's ``call`` line: in workerd
+``Date.now()`` does not move while a method runs until it does I/O, so that is the time the method
+itself reads), or, with ``"due": "returned"``, at the epoch ms the call returned. A call that fails
+(a typo in the method name, a constructor that throws) is counted, and the obligation it carried is
+reported failed (``call_failed``), never silently dropped.
 """
 
 from __future__ import annotations
 
-import http.server
 import json
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import AlarmkitError
-from .importer import ImportResult, import_records
+from .importer import ImportResult, import_records, journal_run
+from .due import obligations as _obligations
+from .rawfiles import check_out, keep_raw
+from .recproc import Collector, Session, check_worker, sigterm_raises
+from .text import clean
 
-__all__ = ["record", "RecordResult", "load_script", "JS_DIR", "LAB_DIR"]
+__all__ = ["record", "RecordResult", "load_script", "check_script", "JS_DIR", "LAB_DIR", "STEP_TIMEOUT_S"]
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 LAB_DIR = JS_DIR / "lab"
 _IDENT = __import__("re").compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+STEP_TIMEOUT_S = 30.0  # a call that has not returned by then is named and the recording stopped
+MAX_STEPS = 10_000
 
 _CONFIG = """using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
@@ -80,7 +85,7 @@ export default {
       const stub = env.NS.get(env.NS.idFromName(object));
       return Response.json({ ok: true, value: await stub[method](...(args || [])) ?? null, before, now: Date.now() });
     } catch (e) {
-      return Response.json({ ok: false, error: String(e), now: Date.now() });
+      return Response.json({ ok: false, error: String(e), before, now: Date.now() });
     }
   },
 };
@@ -89,25 +94,75 @@ export default {
 
 @dataclass
 class RecordResult:
-    """What ``record`` made: the import (rows, anomalies), the raw files, the obligations, the run id."""
+    """What ``record`` made: the import (rows, anomalies), the raw files (None unless ``out_dir``),
+    the obligations, every call with its result, the run id."""
 
     imported: ImportResult
-    tail_path: Path
-    stream_path: Path
+    tail_path: Path | None
+    stream_path: Path | None
     obligations: list[dict] = field(default_factory=list)
     calls: list[dict] = field(default_factory=list)
     horizon_ms: int | None = None
+    due_from: list[str] = field(default_factory=list)  # per obligation: "object clock" | "entry worker" | "returned"
 
     @property
     def run_id(self) -> int | None:
         return self.imported.run_id
 
+    @property
+    def failed_calls(self) -> list[dict]:
+        return [c for c in self.calls if not c["result"].get("ok")]
+
+    def call_summary(self) -> dict:
+        failed = self.failed_calls
+        return {"made": len(self.calls), "failed": len(failed),
+                "failed_list": [{"step": c["index"], "object": c["step"]["object"], "method": c["step"]["method"],
+                                 "error": c["result"].get("error"), "owes": c["step"].get("owes")} for c in failed]}
+
     def check(self, **kw: Any):
-        """``invariants.check_run`` over the recorded events, the obligations and the horizon."""
-        from ..journal.invariants import check_run
+        """``invariants.check_run`` over the recorded events, the obligations and the horizon, plus a
+        ``call_failed`` violation for each failed call that carried an obligation (its effect was owed
+        and the call that would create it never ran)."""
+        from ..journal.invariants import Violation, check_run
         from ..journal import rows_to_frame
 
-        return check_run(rows_to_frame(self.run_id, self.imported.rows), self.obligations, self.horizon_ms, **kw)
+        report = check_run(rows_to_frame(self.run_id, self.imported.rows), self.obligations, self.horizon_ms, **kw)
+        for c in self.calls:
+            if c.get("due_error"):
+                step = c["step"]
+                report.violations.append(Violation("due_unreadable", step["object"], c["result"].get("now"),
+                                                   f"step {c['index']} {c['due_error']}", step["owes"].get("key")))
+        for c in self.failed_calls:
+            owes, step = c["step"].get("owes"), c["step"]
+            if owes:
+                report.violations.append(Violation(
+                    "call_failed", step["object"], c["result"].get("now"),
+                    f"step {c['index']} {step['method']}() failed ({c['result'].get('error')}); the obligation it "
+                    f"carries, {owes.get('effect')}({json.dumps(owes.get('key'), default=str)}), was never created", owes.get("key")))
+            else:
+                report.notes.append(f"step {c['index']} {step['method']}() failed ({c['result'].get('error')})")
+        report.violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))
+        return report
+
+    def check_lines(self, report=None) -> list[str]:
+        """The CLI's lines after the import summary: calls, the check, its violations, the raw files."""
+        report = report if report is not None else self.check()
+        failed = self.failed_calls
+        lines = [f"  calls: {len(self.calls)} made, {len(failed)} failed"]
+        lines += [f"    step {c['index']} {c['step']['object']}.{c['step']['method']}(): {c['result'].get('error')}"
+                  for c in failed]
+        owed = sum(1 for c in self.calls if c["step"].get("owes"))
+        note = "" if owed else "; no step declares an obligation ('owes'), so no obligation was checked"
+        lines.append(f"  check: {report!r}{note}")
+        lines += [f"    {v.to_dict()}" for v in report.violations]
+        if self.due_from.count("entry worker"):
+            lines.append(f"  due times: {self.due_from.count('entry worker')} obligation(s) timed by the entry worker "
+                         "(no recorder call line matched), up to a few ms early")
+        if self.tail_path is not None:
+            lines.append(f"  raw events: {self.tail_path}, {self.stream_path}")
+        else:
+            lines.append("  raw events: not kept (--out DIR keeps tail.jsonl and stream.jsonl)")
+        return lines
 
 
 def load_script(path: str | Path) -> dict:
@@ -116,137 +171,190 @@ def load_script(path: str | Path) -> dict:
         raise AlarmkitError(f"no driving script {p}; write JSON like "
                             '{"steps": [{"at_ms": 0, "object": "a", "method": "grant", "args": ["x", 1000]}], "until_ms": 5000}')
     try:
-        script = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise AlarmkitError(f"driving script {p} is not JSON ({err})") from None
+        script = json.loads(p.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as err:
+        raise AlarmkitError(f"driving script {p} is not UTF-8 JSON ({str(err)[:120]})") from None
     return check_script(script, str(p))
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _whole(v: Any, lo: int, hi: int) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int) and lo <= v <= hi
+
+
 def check_script(script: Any, name: str = "script") -> dict:
+    """Refuse a driving script alarmkit cannot run, before workerd starts, naming the step and field."""
     if not isinstance(script, dict) or not isinstance(script.get("steps"), list) or not script["steps"]:
         raise AlarmkitError(f"{name} needs a non-empty list 'steps'")
+    if len(script["steps"]) > MAX_STEPS:
+        raise AlarmkitError(f"{name} has {len(script['steps'])} steps; at most {MAX_STEPS}: split the recording")
     until = script.get("until_ms")
-    if isinstance(until, bool) or not isinstance(until, int) or not 0 < until <= 3_600_000:
-        raise AlarmkitError(f"{name}: until_ms must be a whole number of ms in 1..3600000, got {until!r}")
+    if not _whole(until, 1, 3_600_000):
+        raise AlarmkitError(f"{name}: until_ms must be a whole number of ms in 1..3600000, got {clean(repr(until))[:60]}")
     last = 0
     for i, s in enumerate(script["steps"]):
         if not isinstance(s, dict) or not isinstance(s.get("object"), str) or not isinstance(s.get("method"), str):
-            raise AlarmkitError(f"{name}: step {i} needs 'object' and 'method' strings, got {s!r}")
+            raise AlarmkitError(f"{name}: step {i} needs 'object' and 'method' strings, got {clean(repr(s))[:80]}")
+        if not _IDENT.match(s["method"]):
+            raise AlarmkitError(f"{name}: step {i} method must be a JavaScript method name, got "
+                                f"{clean(repr(s['method']))[:60]}")
         at = s.get("at_ms", 0)
-        if isinstance(at, bool) or not isinstance(at, int) or not last <= at <= until:
+        if not _whole(at, last, until):
             raise AlarmkitError(f"{name}: step {i} at_ms must be a whole number in {last}..{until} "
-                                f"(steps in time order, before until_ms), got {at!r}")
+                                f"(steps in time order, before until_ms), got {clean(repr(at))[:60]}")
+        if not isinstance(s.get("args", []), list):
+            raise AlarmkitError(f"{name}: step {i} args must be a list, got {clean(repr(s.get('args')))[:60]}")
+        if "owes" in s:
+            _check_owes(s["owes"], f"{name}: step {i} owes")
         last = at
     return script
 
 
+def _check_owes(owes: Any, where: str) -> None:
+    if not isinstance(owes, dict) or not isinstance(owes.get("effect"), str) or "key" not in owes:
+        raise AlarmkitError(f"{where} must be an object with 'effect' (text) and 'key', got {clean(repr(owes))[:80]}")
+    due = owes.get("due")
+    if due is not None and due != "returned":
+        raise AlarmkitError(f"{where}.due must be \"returned\" (or left out, with after_ms), got {clean(repr(due))[:40]}")
+    if due is None and not _whole(owes.get("after_ms", 0), 0, 10**10):
+        raise AlarmkitError(f"{where}.after_ms must be whole ms in 0..10000000000, got "
+                            f"{clean(repr(owes.get('after_ms')))[:40]}")
+    unknown = sorted(set(owes) - {"effect", "key", "due", "after_ms", "max_late_ms"})
+    if unknown:
+        raise AlarmkitError(f"{where} has unknown field(s) {unknown}; known: effect, key, due, after_ms, max_late_ms")
+    if owes.get("max_late_ms") is not None and not _whole(owes["max_late_ms"], 0, 10**10):
+        raise AlarmkitError(f"{where}.max_late_ms must be whole ms >= 0, got {clean(repr(owes['max_late_ms']))[:40]}")
+
+
 def record(worker: str | Path, class_name: str, script: dict | str | Path, journal: Any = None, *,
            out_dir: str | Path | None = None, binary: str | None = None, settle_s: float = 1.5,
-           scenario: str | None = None) -> RecordResult:
-    """Run ``class_name`` from ``worker`` (one ES module file) on local workerd under ``script``."""
+           scenario: str | None = None, step_timeout_s: float = STEP_TIMEOUT_S) -> RecordResult:
+    """Run ``class_name`` from ``worker`` (one ES module file) on local workerd under ``script``.
+
+    Everything that can be refused is refused before workerd starts (the worker file, the class
+    name, the script and its ``owes``, the ``out_dir`` files). workerd and the work folder never
+    outlive the call (``recproc``). With ``journal`` the run is written and ended ``complete``.
+    Raises ``AlarmkitError`` (``WorkerdError`` for workerd itself), or ``KeyboardInterrupt`` on
+    Ctrl-C or SIGTERM after cleaning up.
+    """
     from ..calibrate.workerd import DEFAULT_COMPAT_DATE, WorkerdError, find_workerd, free_port, http_get_json
+    from .._files import write_text
 
     src = Path(worker)
-    if not src.is_file():
-        raise AlarmkitError(f"no worker file {src}; pass the path of your ES module, e.g. --worker src/worker.js")
-    if not _IDENT.match(class_name):
-        raise AlarmkitError(f"--class must be a JavaScript class name, got {class_name!r}")
-    if f"class {class_name}" not in src.read_text(encoding="utf-8") and class_name not in src.read_text(encoding="utf-8"):
-        raise AlarmkitError(f"{src} does not mention class {class_name}; export it (export class {class_name} ...)")
+    if not isinstance(class_name, str) or not _IDENT.match(class_name):
+        raise AlarmkitError(f"--class must be a JavaScript class name, got {clean(repr(class_name))[:60]}")
+    check_worker(src, class_name)
     script = load_script(script) if not isinstance(script, dict) else check_script(script)
+    out = check_out(out_dir)
     binary = binary or find_workerd()
     if not binary:
         raise WorkerdError("workerd not found; run `alarmkit calibrate --install-only` or set ALARMKIT_WORKERD")
-    work = Path(tempfile.mkdtemp(prefix="alarmkit-record-"))
-    out = Path(out_dir) if out_dir else work
-    out.mkdir(parents=True, exist_ok=True)
-    tail_path, stream_path = out / "tail.jsonl", out / "stream.jsonl"
-    collector = _Collector(tail_path, stream_path)
-    proc = None
     calls: list[dict] = []
-    obligations: list[dict] = []
-    try:
-        shutil.copyfile(src, work / "user.js")
-        shutil.copyfile(JS_DIR / "recorded.js", work / "recorded.js")
-        shutil.copyfile(JS_DIR / "tail.js", work / "tail.js")
-        (work / "entry.js").write_text(_ENTRY.replace("@CLASS@", class_name), encoding="utf-8")
-        (work / "do").mkdir()
-        port = free_port()
-        cfg = (_CONFIG.replace("@COLLECTOR@", str(collector.port)).replace("@STORAGE@", str(work / "do"))
-               .replace("@PORT@", str(port)).replace("@COMPAT@", DEFAULT_COMPAT_DATE).replace("@CLASS@", class_name))
-        (work / "config.capnp").write_text(cfg, encoding="utf-8")
-        log = open(work / "workerd.log", "wb")
-        proc = subprocess.Popen([binary, "serve", str(work / "config.capnp"), "--experimental"], cwd=work, stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
-        _wait_healthy(proc, port, work, http_get_json)
-        t0 = time.monotonic()
-        for step in script["steps"]:
-            _sleep_until(t0 + step.get("at_ms", 0) / 1000)
-            r = _post(port, {"object": step["object"], "method": step["method"], "args": step.get("args", [])})
-            calls.append({"step": step, "result": r})
-            owes = step.get("owes")
-            if owes and r.get("ok"):
-                # "due": "returned": the call returned the due time (the object's own clock); else the
-                # time just before the call plus after_ms (the object read its clock at or after it)
-                due = (int(r["value"]) if owes.get("due") == "returned"
-                       else int(r["before"]) + int(owes.get("after_ms", 0)))
-                obligations.append({"object": step["object"], "effect": owes["effect"], "key": owes["key"],
-                                    "due_ms": due, "since_ms": int(r["before"])})
-        _sleep_until(t0 + script["until_ms"] / 1000)
-        time.sleep(settle_s)  # the last tail events are posted after their invocation ends
-        horizon = int(time.time() * 1000)
-    finally:
-        if proc is not None:
-            proc.terminate()
+    with sigterm_raises("record"):
+        session = Session()
+        try:
+            work = session.work
+            tail_path, stream_path = work / "tail.jsonl", work / "stream.jsonl"
+            collector = Collector(tail_path, stream_path)
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        collector.close()
-    records = [json.loads(line) for line in tail_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not records:
-        raise WorkerdError(f"the tail worker delivered no events; workerd log:\n{(work / 'workerd.log').read_text()[-3000:]}")
-    imported = import_records(records, f"record:{class_name}")
+                for name, text in (("user.js", src.read_text(encoding="utf-8")),
+                                   ("recorded.js", (JS_DIR / "recorded.js").read_text(encoding="utf-8")),
+                                   ("tail.js", (JS_DIR / "tail.js").read_text(encoding="utf-8")),
+                                   ("entry.js", _ENTRY.replace("@CLASS@", class_name))):
+                    write_text(work / name, text, ours=None)
+                (work / "do").mkdir()
+                port = free_port()
+                cfg = (_CONFIG.replace("@COLLECTOR@", str(collector.port)).replace("@STORAGE@", str(work / "do"))
+                       .replace("@PORT@", str(port)).replace("@COMPAT@", DEFAULT_COMPAT_DATE)
+                       .replace("@CLASS@", class_name))
+                write_text(work / "config.capnp", cfg, ours=None)
+                proc = session.start_workerd(binary, work / "config.capnp", work / "workerd.log")
+                _wait_healthy(proc, port, session, http_get_json)
+                _drive(script, port, calls, step_timeout_s, session)
+                time.sleep(settle_s)  # the last tail events are posted after their invocation ends
+                horizon = int(time.time() * 1000)
+            finally:
+                session.stop_workerd()
+                collector.close()
+            records = _read_lines(tail_path)
+            if not records:
+                raise WorkerdError(f"the tail worker delivered no events; workerd log: {clean(session.log_tail())}")
+            imported = import_records(records, f"record:{class_name}")
+            obligations, due_from = _obligations(calls, imported.rows)
+            kept = keep_raw(out, tail_path, stream_path) if out is not None else (None, None)
+        finally:
+            session.close()
+    result = RecordResult(imported, kept[0], kept[1], obligations, calls, horizon, due_from)
     if journal is not None:
-        params = {"recorded": {"worker": src.name, "class": class_name, "script": script, "obligations": obligations,
-                               "horizon_ms": horizon},
-                  "imported": {"file": tail_path.name, "format": "tail", "anomalies": [str(a) for a in imported.anomalies],
-                               "cannot": imported.cannot, "pending": imported.pending,
-                               "first_ms": imported.summary["first_ms"]}}
         from ..calibrate.workerd import workerd_version
 
+        params = {"recorded": {"worker": src.name, "class": class_name, "script": script, "obligations": obligations,
+                               "horizon_ms": horizon, "calls": result.call_summary(), "due_from": due_from},
+                  "imported": {"file": "tail.jsonl", "format": "tail", "anomalies": [str(a) for a in imported.anomalies],
+                               "cannot": imported.cannot, "pending": imported.pending,
+                               "first_ms": imported.summary["first_ms"], "checks": imported.checks.to_dict()}}
         try:
             version = workerd_version(binary)
         except Exception:  # noqa: BLE001 - the version only names the profile
             version = "unknown"
-        run_id = journal.start_run(scenario or f"record:{class_name}", f"workerd-real@{version}", 0, params)
-        journal.write_events(run_id, imported.rows)
-        imported.run_id = run_id
-    if out_dir is None:
-        keep = Path(tempfile.mkdtemp(prefix="alarmkit-record-out-"))
-        tail_path = Path(shutil.copy(tail_path, keep))
-        stream_path = Path(shutil.copy(stream_path, keep))
-        shutil.rmtree(work, ignore_errors=True)
-    return RecordResult(imported, tail_path, stream_path, obligations, calls, horizon)
+        imported.run_id = journal_run(journal, scenario or f"record:{class_name}", f"workerd-real@{version}", params,
+                                      imported.rows)
+    return result
 
 
-def _wait_healthy(proc, port: int, work: Path, get) -> None:
+def _read_lines(path: Path) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                v = json.loads(line)
+                if isinstance(v, dict):
+                    out.append(v)
+    return out
+
+
+def _drive(script: dict, port: int, calls: list[dict], step_timeout_s: float, session) -> None:
+    """Make each step's call at its time; a call that does not return in time is named and stops the run."""
+    from tqdm.auto import tqdm
+
+    t0 = time.monotonic()
+    with tqdm(total=len(script["steps"]), desc="record: steps", unit="step", disable=None, leave=False) as bar:
+        for i, step in enumerate(script["steps"]):
+            _sleep_until(t0 + step.get("at_ms", 0) / 1000)
+            body = {"object": step["object"], "method": step["method"], "args": step.get("args", [])}
+            try:
+                r = _post(port, body, step_timeout_s)
+            except TimeoutError:
+                raise AlarmkitError(f"step {i} ({clean(step['object'])}.{step['method']}()) did not return within "
+                                    f"{step_timeout_s:g} s; the recording was stopped: check that method (an await "
+                                    "that never settles?)") from None
+            except OSError as err:
+                if session.proc is not None and session.proc.poll() is not None:
+                    raise AlarmkitError(f"workerd exited during step {i} ({step['method']}()): "
+                                        f"{clean(session.log_tail())}") from None
+                r = {"ok": False, "error": f"no answer from workerd ({err})"}
+            calls.append({"index": i, "step": step, "result": r})
+            bar.update(1)
+        _sleep_until(t0 + script["until_ms"] / 1000)
+
+
+def _wait_healthy(proc, port: int, session, get) -> None:
     from ..calibrate.workerd import WorkerdError
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise WorkerdError(f"workerd exited with {proc.returncode} at startup:\n"
-                               f"{(work / 'workerd.log').read_text(errors='replace')[-3000:]}")
+            raise WorkerdError(f"workerd exited with {proc.returncode} at startup: {clean(session.log_tail())}")
         try:
             if get(f"http://127.0.0.1:{port}/health", timeout=2.0).get("ok"):
                 return
         except Exception:  # noqa: BLE001 - not up yet
             pass
         time.sleep(0.05)
-    raise WorkerdError(f"workerd did not answer within 30 s:\n{(work / 'workerd.log').read_text(errors='replace')[-3000:]}")
+    raise WorkerdError(f"workerd did not answer within 30 s: {clean(session.log_tail())}")
 
 
 def _sleep_until(t: float) -> None:
@@ -255,45 +363,26 @@ def _sleep_until(t: float) -> None:
         time.sleep(d)
 
 
-def _post(port: int, body: dict) -> dict:
+def _post(port: int, body: dict, timeout: float) -> dict:
+    import socket
+    import urllib.error
     import urllib.request
 
     req = urllib.request.Request(f"http://127.0.0.1:{port}/call", data=json.dumps(body).encode(), method="POST",
                                  headers={"content-type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return json.loads(resp.read().decode())
-
-
-class _Collector:
-    """A local HTTP server the tail worker posts to; appends one JSON object per line."""
-
-    def __init__(self, tail_path: Path, stream_path: Path) -> None:
-        lock = threading.Lock()
-        files = {"/tail": open(tail_path, "w", encoding="utf-8"), "/stream": open(stream_path, "w", encoding="utf-8")}
-        self.files = files
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                f = files.get(self.path)
-                if f is not None:
-                    with lock:
-                        for item in json.loads(body):
-                            f.write(json.dumps(item, separators=(",", ":")) + "\n")
-                        f.flush()
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="alarmkit-collector", daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        for f in self.files.values():
-            f.close()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as err:
+        return {"ok": False, "error": f"HTTP {err.code} from the entry worker"}
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, (socket.timeout, TimeoutError)):
+            raise TimeoutError from None
+        raise OSError(str(err.reason)) from None
+    except (socket.timeout, TimeoutError):
+        raise TimeoutError from None
+    try:
+        r = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return {"ok": False, "error": f"the entry worker answered {raw[:80]!r}, not JSON"}
+    return r if isinstance(r, dict) else {"ok": False, "error": "the entry worker answered JSON that is not an object"}

@@ -22,15 +22,20 @@ Times may be epoch milliseconds or ISO-8601 text (``JSON.stringify`` of a ``Date
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..errors import AlarmkitError
+from .logline import parse_line
+from .reader import TraceFile
 
-__all__ = ["Invocation", "read_records", "invocations", "parse_ms", "to_logpush", "FORMATS"]
+__all__ = ["Invocation", "Records", "read_records", "iter_records", "invocations", "parse_ms", "to_logpush",
+           "FORMATS", "OUTCOMES", "FAILED"]
 
 FORMATS = ("tail", "logpush", "stream")
 SET_ALARM_SPAN = "durable_object_storage_setAlarm"
@@ -53,59 +58,102 @@ class Invocation:
     wall_ms: int | None = None
     cpu_ms: int | None = None
     exceptions: list[dict] = field(default_factory=list)  # {t_ms, name, message}
-    logs: list[dict] = field(default_factory=list)  # {t_ms, message: list}
+    logs: list[dict] = field(default_factory=list)  # the log-line convention's records, with _t (ms)
     span_arms: list[tuple[int, str, int | None]] = field(default_factory=list)  # (t_ms, set|delete, scheduled)
     order: int = 0
 
 
-def parse_ms(v: Any) -> int | None:
-    """Epoch milliseconds from a number or ISO-8601 text; None stays None."""
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the last time a report can print
+OUTCOMES = ("unknown", "ok", "exception", "exceededCpu", "killSwitch", "daemonDown", "scriptNotFound", "canceled",
+            "exceededMemory", "loadShed", "responseStreamDisconnected")  # workerd src/workerd/io/outcome.capnp
+FAILED = frozenset(OUTCOMES) - {"ok", "unknown"}  # outcomes that are a failed run (workerd retries the alarm)
+
+
+def parse_ms(v: Any, what: str = "a time") -> int | None:
+    """Epoch milliseconds from a number or ISO-8601 text (naive text is UTC); None stays None.
+
+    Refused (``AlarmkitError``): booleans, NaN and infinities, times before 1970 or after 9999, text
+    that is neither a number nor ISO-8601, any other type.
+    """
     if v is None:
         return None
-    if isinstance(v, bool):
-        raise AlarmkitError(f"a time must be epoch ms or ISO-8601 text, got {v!r}")
-    if isinstance(v, (int, float)):
-        return int(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise AlarmkitError(f"{what} must be epoch ms or ISO-8601 text, got {_show(v)}")
+    ms: float | None = None
     if isinstance(v, str):
         try:
-            return int(float(v))
+            ms = float(v)
         except ValueError:
-            pass
-        try:
-            return int(round(datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() * 1000))
-        except ValueError:
-            raise AlarmkitError(f"a time must be epoch ms or ISO-8601 text, got {v!r}") from None
-    raise AlarmkitError(f"a time must be epoch ms or ISO-8601 text, got {v!r}")
+            try:
+                d = datetime.fromisoformat(v.replace("Z", "+00:00"))
+            except ValueError:
+                raise AlarmkitError(f"{what} must be epoch ms or ISO-8601 text, got {_show(v)}") from None
+            if d.tzinfo is None:
+                d = d.replace(tzinfo=timezone.utc)
+            ms = round(d.timestamp() * 1000)
+    else:
+        ms = v
+    if not math.isfinite(ms) or not 0 <= ms <= MAX_MS:
+        raise AlarmkitError(f"{what} must be epoch ms in 0..{MAX_MS} (1970 to 9999), got {_show(v)}")
+    return int(ms)
+
+
+def _num(v: Any, what: str) -> int | None:
+    """A duration or count in ms: None, or a finite number in 0..MAX_MS."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= MAX_MS:
+        raise AlarmkitError(f"{what} must be a number of ms in 0..{MAX_MS}, got {_show(v)}")
+    return int(v)
+
+
+def _text(v: Any) -> str | None:
+    return None if v is None else v if isinstance(v, str) else json.dumps(v, default=str)[:200]
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _list(v: Any, what: str) -> list:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise AlarmkitError(f"{what} must be a list, got {_show(v)}")
+    return v
+
+
+def _dict(v: Any, what: str) -> dict:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise AlarmkitError(f"{what} must be an object, got {_show(v)}")
+    return v
 
 
 def read_records(path: str | Path) -> list[dict]:
-    """Every JSON object in a file: a JSON array, JSON Lines, or lines that are arrays."""
+    """Every trace record in a file (a JSON array, JSON Lines, or lines that are arrays), as a list.
+
+    For tests and small files; ``import_file`` streams instead (``iter_records``).
+    """
+    return [rec for _, rec in iter_records(TraceFile(_trace_path(path)))]
+
+
+def _trace_path(path: str | Path) -> Path:
     p = Path(path)
     if not p.is_file():
         raise AlarmkitError(f"no trace file {p}; pass a JSON Lines or JSON array file of tail or Logpush events")
-    text = p.read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    values: list[Any] = []
-    if stripped.startswith("["):
-        try:
-            values = [json.loads(text)]
-        except ValueError:
-            values = []  # maybe JSON Lines whose lines are arrays
-    if not values:
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                values.append(json.loads(line))
-            except ValueError as err:
-                raise AlarmkitError(f"{p}:{n} is not JSON ({err.msg}); the file must be JSON Lines or one JSON array") from None
-    out: list[dict] = []
-    for v in values:
-        for item in (v if isinstance(v, list) else [v]):
-            if not isinstance(item, dict):
-                raise AlarmkitError(f"{p}: found {type(item).__name__} where a trace event object was expected")
-            out.append(item)
-    return out
+    return p
+
+
+def iter_records(tf: TraceFile) -> Iterator[tuple[int, dict]]:
+    """(line, record) for each trace record of an open ``TraceFile``; a non-object is refused."""
+    for line, item in tf.values():
+        if not isinstance(item, dict):
+            raise AlarmkitError(f"{tf.name}:{line}: found {type(item).__name__} where a trace event object was "
+                                "expected")
+        yield line, item
 
 
 def detect(rec: dict) -> str | None:
@@ -118,107 +166,207 @@ def detect(rec: dict) -> str | None:
     return None
 
 
-def _exc(items: Iterable[Any], t: str, name: str, msg: str) -> list[dict]:
-    return [{"t_ms": parse_ms(e.get(t)), "name": e.get(name), "message": e.get(msg)} for e in items or []
-            if isinstance(e, dict)]
-
-
-def _logs(items: Iterable[Any], t: str, msg: str) -> list[dict]:
+def _exc(items: Any, t: str, name: str, msg: str, what: str) -> list[dict]:
     out = []
-    for e in items or []:
+    for e in _list(items, what):
         if isinstance(e, dict):
-            m = e.get(msg)
-            out.append({"t_ms": parse_ms(e.get(t)), "message": m if isinstance(m, list) else [m]})
+            out.append({"t_ms": parse_ms(e.get(t), f"{what}[].{t}"), "name": _text(e.get(name)),
+                        "message": _text(e.get(msg))})
     return out
 
 
+def _logs(items: Any, t: str, msg: str, what: str) -> list[dict]:
+    """The log-line convention's records among the logs (ordinary log text is not kept), with their time."""
+    out = []
+    for e in _list(items, what):
+        if isinstance(e, dict):
+            m = e.get(msg)
+            _keep_line(out, m if isinstance(m, list) else [m], parse_ms(e.get(t), f"{what}[].{t}"))
+    return out
+
+
+def _keep_line(out: list, message: list, t_ms: int | None) -> None:
+    rec = parse_line(message)
+    if rec is None:
+        return
+    t = rec.get("t")
+    t = parse_ms(t, "a log line's t") if isinstance(t, (int, float)) and not isinstance(t, bool) else t_ms
+    if t is None:
+        return  # a convention line with no time anywhere: nothing to place it at
+    rec = {k: v for k, v in rec.items() if k in _LINE_KEYS}
+    at = rec.get("at")  # recorded.js writes String(t) for a value setAlarm would refuse: no time then
+    rec["at"] = parse_ms(at, "a log line's at") if isinstance(at, (int, float)) and not isinstance(at, bool) else None
+    if rec.get("obj") is not None and not isinstance(rec["obj"], str):
+        rec["obj"] = _text(rec["obj"])
+    rec["_t"] = t
+    out.append(rec)
+
+
+_LINE_KEYS = ("ev", "obj", "id", "at", "value", "method", "name", "key", "retryCount", "error", "message")
+
+
 def _from_tail(rec: dict) -> Invocation:
-    ev = rec.get("event") or {}
-    scheduled = ev.get("scheduledTime") if isinstance(ev, dict) else None
+    ev = rec.get("event")
+    ev = ev if isinstance(ev, dict) else {}
+    scheduled = ev.get("scheduledTime")
     kind = ("alarm" if scheduled is not None and "cron" not in ev else "scheduled" if "cron" in ev
             else "fetch" if "request" in ev else "jsrpc" if "rpcMethod" in ev else "unknown")
-    return Invocation("tail", kind, parse_ms(rec.get("eventTimestamp")), parse_ms(scheduled), rec.get("outcome"),
-                      rec.get("durableObjectId"), rec.get("entrypoint"), rec.get("scriptName"),
-                      rec.get("wallTime"), rec.get("cpuTime"),
-                      _exc(rec.get("exceptions"), "timestamp", "name", "message"),
-                      _logs(rec.get("logs"), "timestamp", "message"))
+    return Invocation("tail", kind, parse_ms(rec.get("eventTimestamp"), "eventTimestamp"),
+                      parse_ms(scheduled, "event.scheduledTime"), _text(rec.get("outcome")),
+                      _text(rec.get("durableObjectId")), _text(rec.get("entrypoint")), _text(rec.get("scriptName")),
+                      _num(rec.get("wallTime"), "wallTime"), _num(rec.get("cpuTime"), "cpuTime"),
+                      _exc(rec.get("exceptions"), "timestamp", "name", "message", "exceptions"),
+                      _logs(rec.get("logs"), "timestamp", "message", "logs"))
 
 
 def _from_logpush(rec: dict) -> Invocation:
-    ev = rec.get("Event") or {}
+    ev = rec.get("Event")
     scheduled = None
     if isinstance(ev, dict):  # the dataset documents Event only as "details about the source event"
         for k in ("scheduledTime", "ScheduledTime", "ScheduledTimeMs", "scheduledTimeMs"):
             if ev.get(k) is not None:
                 scheduled = ev[k]
                 break
-    kind = str(rec.get("EventType") or "unknown")
-    return Invocation("logpush", kind, parse_ms(rec.get("EventTimestampMs")), parse_ms(scheduled), rec.get("Outcome"),
-                      None, rec.get("Entrypoint"), rec.get("ScriptName"), rec.get("WallTimeMs"), rec.get("CPUTimeMs"),
-                      _exc(rec.get("Exceptions"), "TimestampMs", "Name", "Message"),
-                      _logs(rec.get("Logs"), "TimestampMs", "Message"))
+    kind = _text(rec.get("EventType")) or "unknown"
+    return Invocation("logpush", kind, parse_ms(rec.get("EventTimestampMs"), "EventTimestampMs"),
+                      parse_ms(scheduled, "Event.scheduledTime"), _text(rec.get("Outcome")),
+                      None, _text(rec.get("Entrypoint")), _text(rec.get("ScriptName")),
+                      _num(rec.get("WallTimeMs"), "WallTimeMs"), _num(rec.get("CPUTimeMs"), "CPUTimeMs"),
+                      _exc(rec.get("Exceptions"), "TimestampMs", "Name", "Message", "Exceptions"),
+                      _logs(rec.get("Logs"), "TimestampMs", "Message", "Logs"))
 
 
-def _from_stream(events: list[dict]) -> Invocation:
-    events = sorted(events, key=lambda e: e.get("sequence", 0))
+def _stream_keep(rec: dict) -> tuple | None:
+    """What a streaming tail event contributes, checked and compact: (sequence, timestamp, type, fields)."""
+    ev = rec["event"]
+    seq = rec.get("sequence", 0)
+    if isinstance(seq, bool) or not isinstance(seq, (int, float)) or not math.isfinite(seq):
+        raise AlarmkitError(f"sequence must be a number, got {_show(seq)}")
+    t = parse_ms(rec.get("timestamp"), "timestamp")
+    typ = ev.get("type")
+    if typ == "onset":
+        info = _dict(ev.get("info"), "event.info")
+        kind = _text(info.get("type")) or "unknown"
+        sched = parse_ms(info.get("scheduledTime"), "event.info.scheduledTime") if kind == "alarm" else None
+        return (seq, t, "onset", (kind, sched, _text(ev.get("durableObjectId")), _text(ev.get("entrypoint")),
+                                  _text(ev.get("scriptName"))))
+    if typ == "outcome":
+        return (seq, t, "outcome", (_text(ev.get("outcome")), _num(ev.get("wallTime"), "event.wallTime"),
+                                    _num(ev.get("cpuTime"), "event.cpuTime")))
+    if typ == "log":
+        m = ev.get("message")
+        lines: list = []
+        _keep_line(lines, m if isinstance(m, list) else [m], t)
+        return (seq, t, "log", lines) if lines else None
+    if typ == "exception":
+        return (seq, t, "exception", {"t_ms": t, "name": _text(ev.get("name")), "message": _text(ev.get("message"))})
+    if typ == "spanOpen":
+        name = _text(ev.get("name"))
+        if name in (SET_ALARM_SPAN, DELETE_ALARM_SPAN):
+            return (seq, t, "spanOpen", (_text(ev.get("spanId")), name))
+        return None
+    if typ == "attributes":
+        span = _text(_dict(rec.get("spanContext"), "spanContext").get("spanId"))
+        at = None
+        for a in _list(ev.get("info"), "event.info"):
+            if not isinstance(a, dict):
+                raise AlarmkitError(f"a span attribute must be an object, got {_show(a)}")
+            if a.get("name") == SCHEDULED_ATTR:
+                at = parse_ms(a.get("value"), SCHEDULED_ATTR)
+        return (seq, t, "attributes", (span, at)) if at is not None else None
+    return None
+
+
+def _from_stream(events: list[tuple]) -> Invocation:
+    events = sorted(events, key=lambda e: e[0])
     inv = Invocation("stream", "unknown", None)
-    spans: dict[str, tuple[str, int | None]] = {}
-    for e in events:
-        ev, t = e["event"], parse_ms(e.get("timestamp"))
-        typ = ev.get("type")
+    spans: dict[str | None, tuple[str, int | None]] = {}
+    for _, t, typ, v in events:
         if typ == "onset":
-            info = ev.get("info") or {}
-            inv.kind = info.get("type", "unknown")
+            inv.kind, inv.scheduled_ms, inv.object_hex, inv.entrypoint, inv.script = v
             inv.t_ms = t
-            inv.scheduled_ms = parse_ms(info.get("scheduledTime")) if inv.kind == "alarm" else None
-            inv.object_hex, inv.entrypoint, inv.script = ev.get("durableObjectId"), ev.get("entrypoint"), ev.get("scriptName")
         elif typ == "outcome":
-            inv.outcome, inv.wall_ms, inv.cpu_ms = ev.get("outcome"), ev.get("wallTime"), ev.get("cpuTime")
+            inv.outcome, inv.wall_ms, inv.cpu_ms = v
         elif typ == "log":
-            m = ev.get("message")
-            inv.logs.append({"t_ms": t, "message": m if isinstance(m, list) else [m]})
+            inv.logs.extend(v)
         elif typ == "exception":
-            inv.exceptions.append({"t_ms": t, "name": ev.get("name"), "message": ev.get("message")})
+            inv.exceptions.append(v)
         elif typ == "spanOpen":
-            spans[ev.get("spanId")] = (ev.get("name"), t)
+            spans[v[0]] = (v[1], t)
         elif typ == "attributes":
-            span = (e.get("spanContext") or {}).get("spanId")
-            name, opened = spans.get(span, (None, None))
+            name, opened = spans.get(v[0], (None, None))
             if name == SET_ALARM_SPAN:
-                for a in ev.get("info") or []:
-                    if a.get("name") == SCHEDULED_ATTR:
-                        inv.span_arms.append((opened if opened is not None else t, "set", parse_ms(a.get("value"))))
+                inv.span_arms.append((opened if opened is not None else t, "set", v[1]))
     for name, t in spans.values():
-        if name == DELETE_ALARM_SPAN:
+        if name == DELETE_ALARM_SPAN and t is not None:
             inv.span_arms.append((t, "delete", None))
     inv.span_arms.sort(key=lambda a: a[0])
     return inv
 
 
-def invocations(records: list[dict]) -> tuple[list[Invocation], dict[str, int]]:
-    """The invocations in ``records`` (in the order their records appear) and a count per format."""
-    out: list[Invocation] = []
-    counts = {f: 0 for f in FORMATS}
-    streams: dict[str, list[dict]] = {}
-    unknown = 0
-    for rec in records:
+class Records:
+    """Trace records turned into invocations as they stream in, identical records dropped.
+
+    Logpush delivers at least once, and a tail consumer may store a batch twice: a record equal,
+    field for field, to one already read is counted in ``duplicates`` and skipped (its digest is
+    kept, 16 bytes a record, not the record).
+    """
+
+    def __init__(self, name: str = "trace") -> None:
+        self.name = name
+        self.out: list[Invocation] = []
+        self.counts = {f: 0 for f in FORMATS}
+        self.counts["unrecognised"] = 0
+        self.streams: dict[str, list[tuple]] = {}
+        self.seen: set[bytes] = set()
+        self.records = 0
+        self.duplicates = 0
+
+    def add(self, rec: dict, line: int | None = None) -> None:
+        self.records += 1
+        digest = hashlib.blake2b(json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str).encode(),
+                                 digest_size=16).digest()
+        if digest in self.seen:
+            self.duplicates += 1
+            return
+        self.seen.add(digest)
         fmt = detect(rec)
         if fmt is None:
-            unknown += 1
-            continue
-        counts[fmt] += 1
-        if fmt == "stream":
-            streams.setdefault(rec["invocationId"], []).append(rec)
-        else:
-            out.append(_from_tail(rec) if fmt == "tail" else _from_logpush(rec))
-    out.extend(_from_stream(evs) for evs in streams.values())
-    if not out:
-        raise AlarmkitError(f"no tail, Logpush or streaming tail events among {len(records)} records; "
-                            "expected objects with eventTimestamp (TraceItem), EventTimestampMs (Logpush) "
-                            "or invocationId + event.type (streaming tail)")
-    counts["unrecognised"] = unknown
-    for i, inv in enumerate(out):
-        inv.order = i
+            self.counts["unrecognised"] += 1
+            return
+        self.counts[fmt] += 1
+        try:
+            if fmt == "stream":
+                kept = _stream_keep(rec)
+                if kept is not None:
+                    self.streams.setdefault(_text(rec["invocationId"]) or "", []).append(kept)
+                else:
+                    self.streams.setdefault(_text(rec["invocationId"]) or "", [])
+            else:
+                self.out.append(_from_tail(rec) if fmt == "tail" else _from_logpush(rec))
+        except AlarmkitError as err:
+            where = f"{self.name}:{line}" if line is not None else f"{self.name}, record {self.records}"
+            raise AlarmkitError(f"{where}: {err}") from None
+
+    def finish(self) -> tuple[list[Invocation], dict[str, int]]:
+        out = self.out + [_from_stream(evs) for evs in self.streams.values()]
+        if not out:
+            raise AlarmkitError(f"no tail, Logpush or streaming tail events among {self.records} records; "
+                                "expected objects with eventTimestamp (TraceItem), EventTimestampMs (Logpush) "
+                                "or invocationId + event.type (streaming tail)")
+        for i, inv in enumerate(out):
+            inv.order = i
+        return out, dict(self.counts)
+
+
+def invocations(records: Iterable[dict], name: str = "trace") -> tuple[list[Invocation], dict[str, int]]:
+    """The invocations in ``records`` (in the order their records appear) and a count per format
+    (``duplicates``: identical records dropped)."""
+    r = Records(name)
+    for rec in records:
+        r.add(rec)
+    out, counts = r.finish()
+    counts["duplicates"] = r.duplicates
     return out, counts
 
 
