@@ -77,7 +77,7 @@ def probe_diff(probe: str, cal: "Calibration | None" = None):
     """``ak.diff`` of one probe's real run (A) against its simulated run (B), times from the probe anchor,
     within the calibration's latency allowance: where the simulator parts from workerd, and why."""
     from ..diff import diff
-    from ..diff._sql import ALIGNED_KINDS
+    from ..diff import ALIGNED_KINDS
 
     if cal is None:
         from .recorded import reference

@@ -3,5 +3,6 @@ and per alarm in DuckDB and returns a ``RunDiff`` (docs/diff.md)."""
 
 from ._result import Divergence, RunDiff
 from ._run import diff
+from ._sql import ALIGNED_KINDS
 
-__all__ = ["diff", "RunDiff", "Divergence"]
+__all__ = ["diff", "RunDiff", "Divergence", "ALIGNED_KINDS"]

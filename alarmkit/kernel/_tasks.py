@@ -5,12 +5,20 @@ append to and whose ``current`` task they set; ``_kernel.Kernel`` is the clock a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections import deque
+from typing import Any, Callable, Protocol
 
 from ..errors import AlarmkitError, InternalError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ._kernel import Kernel
+
+class Kernel(Protocol):
+    """The kernel as its awaitables know it (``_kernel.Kernel`` satisfies it; it imports this module)."""
+
+    _ready: deque
+    current: Any
+    on_interrupt: Callable | None
+
+    def call_soon(self, fn: Callable, *args: Any) -> None: ...
 
 __all__ = ["Future", "Ready", "Task", "PENDING", "as_coro", "wrap_awaitable"]
 

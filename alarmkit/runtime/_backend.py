@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._host import Host
+    from ._types import HostView as Host  # typed against a view: _host imports this module's users
 
 __all__ = ["AlarmBackend"]
 

@@ -27,8 +27,7 @@ from ..journal import direction
 from ..errors import AlarmkitError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._host import Host
-    from ._runtime import Simulation
+    from ._types import HostView as Host, SimView as Simulation  # views: no import of what builds this
 
 __all__ = ["CelldScheduler", "MINUTE_MS", "set_residency", "wake_key"]
 

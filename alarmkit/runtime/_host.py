@@ -22,7 +22,7 @@ from ._turn import Settled, settle_future
 from ..errors import Aborted, AlarmkitError, InjectedError, ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import Namespace, Simulation
+    from ._types import NamespaceView as Namespace, SimView as Simulation  # views: the simulation builds hosts
 
 __all__ = ["Host", "check_method", "owner", "describe", "on_interrupt"]
 

@@ -17,7 +17,7 @@ from ._storage import Cursor
 from ..errors import AlarmkitError, AlarmTimeError, NoAlarmHandler
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._host import Host
+    from ._types import HostView as Host  # a view: _host builds objects
 
 __all__ = ["DurableObject", "DurableObjectState", "Storage", "SqlStorage", "AlarmInfo", "ObjectId"]
 

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 from ..journal import arm_detail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._host import Host
-    from ._runtime import Simulation
+    from ._types import HostView as Host, SimView as Simulation  # views: the simulation builds schedulers
 
 WAITING, STARTED, FINISHED = "waiting", "started", "finished"
 

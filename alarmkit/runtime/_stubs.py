@@ -12,7 +12,7 @@ from ._object import DurableObject
 from ..errors import AlarmkitError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import Simulation
+    from ._types import SimView as Simulation  # a view: the simulation builds stubs
 
 __all__ = ["Stub", "Namespace", "Env", "Inspector"]
 

@@ -10,7 +10,7 @@ from ..kernel import Future
 from ..errors import ObjectCrashed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._host import Host
+    from ._types import HostView as Host  # a view: _host uses turns
 
 __all__ = ["Settled", "settle_future"]
 

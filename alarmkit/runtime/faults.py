@@ -22,7 +22,7 @@ from .profiles import Latency
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..kernel import Task
-    from ._runtime import Host, Simulation
+    from ._types import HostView as Host, SimView as Simulation  # views: the simulation applies plans
 
 __all__ = [
     "Faults", "UncountedFailure", "InjectedError", "FaultPlan", "FaultPlanError",
