@@ -384,7 +384,7 @@ def test_calibrate_has_one_command_line_and_no_names_of_top_level_modules():
 
 
 def test_no_module_is_much_over_400_lines():
-    """STYLE.md: a file you can hold in your head. "~400": none past 450."""
+    """A file you can hold in your head. "~400": none past 450."""
     sizes = {m: len(p.read_text().splitlines()) for m, p in modules().items()}
     assert not {m: n for m, n in sizes.items() if n > 450}
 

@@ -1,6 +1,6 @@
 """Calibration against the real runtime (``alarmkit calibrate``).
 
-The seed-003 lease ledger and the behaviour probes (``lab_probes.py``, ``behaviour_probes.py``,
+The lease ledger and the behaviour probes (``lab_probes.py``, ``behaviour_probes.py``,
 named in ``catalogue.py``, run by ``runner.py``) run on a real ``workerd`` (the JavaScript twin in
 ``twin/``, driven by ``workerd.py``) and, unchanged, on the simulator (``simtwin.py`` transcribes
 the twin, ``simbackend.SimWorkerd`` serves it). ``calibration.calibrate()`` runs both, imports the

@@ -1,4 +1,4 @@
-"""Behaviour probes and the seed-003 lab scenarios, run on a real workerd.
+"""Behaviour probes and the lease ledger's lab scenarios, run on a real workerd.
 
 Every probe takes a running backend and returns a plain dict (JSON-serialisable). The backend is a
 real :class:`~alarmkit.calibrate.workerd.WorkerdProcess` or its simulated double

@@ -1,4 +1,4 @@
-"""The seed-003 lab scenarios (the ``LeaseLedger`` twin), as probes: each takes a backend (a real
+"""The lease ledger's lab scenarios (the ``LeaseLedger`` twin), as probes: each takes a backend (a real
 ``WorkerdProcess`` or ``SimWorkerd``) and returns a plain, JSON-serialisable dict whose times are ms
 relative to its anchor ``t0_ms``. ``catalogue.PROBES`` names them."""
 

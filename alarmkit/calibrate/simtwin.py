@@ -66,7 +66,7 @@ def _info(info: Any) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 class TwinLedger(DurableObject):
-    """worker.js ``LeaseLedger``: the seed-003 ledger with journaling and the lab switches."""
+    """worker.js ``LeaseLedger``: the lease ledger with journaling and the lab switches."""
 
     def __init__(self, ctx, env):
         super().__init__(ctx, env)

@@ -1,6 +1,6 @@
 """celld's alarm scheduler (denoland/celld v0.3.0, snapshot 2026-08-20), and the ``celld`` profile.
 
-Source facts (REFERENCE.md): ``crates/logic/alarm.rs`` (retry ``BACKOFF_BASE_MS << min(n,
+Source facts: ``crates/logic/alarm.rs`` (retry ``BACKOFF_BASE_MS << min(n,
 MAX_BACKOFF_SHIFT)`` with n the total retry count, no jitter, ``RETRY_CEILING = 6`` counted
 retries, then the row is deleted; ``setAlarm`` resets both counters and draws a new generation; a
 successful finish deletes the row only if ``at_ms`` and generation are unchanged; ``getAlarm`` is

@@ -5,7 +5,7 @@ uses (``kernel``, ``profile``, ``faults``, the event buffer, ``_limits``, ``_wat
 
 This is the hottest code in alarmkit: every lifecycle runs ``deliver``, ``_start_handler`` and
 ``_alarm_done``. Pieces inlined there say what they stand for and what measured them
-(docs/performance.md, issue 17).
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class AlarmDelivery:
         ``AlarmBackend`` delivers an alarm (the one delivery API)."""
         host.invocations = n = host.invocations + 1
         # log(), inlined, and the event packed (_events: its number, no text; with _alarm_done's handler_ok,
-        # issue 17: 70,956 -> 67,809 instructions a lifecycle, valgrind, no journal)
+        # 70,956 -> 67,809 instructions a lifecycle, valgrind, no journal)
         buf = self._buf
         buf += (self.kernel.now, ~host.code, "fire", scheduled, n, retry_count, None)
         if len(buf) >= self._flush_len:

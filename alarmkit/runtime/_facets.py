@@ -1,4 +1,4 @@
-"""Facets (``ctx.facets``), how their alarms fail, and the parent-owned alarm proxy (seed 000).
+"""Facets (``ctx.facets``), how their alarms fail, and the parent-owned alarm proxy.
 
 A facet is a child object with its own SQLite storage, hosted inside its parent and reached
 only through it. workerd's alarm scheduler can deliver only to root actors, so a facet's
@@ -34,9 +34,9 @@ __all__ = [
     "ACTOR_BROKEN_MESSAGE", "FACET_BROKEN_MESSAGE", "FacetHost", "FacetStub", "Facets", "facets_of",
 ]
 
-# src/workerd/io/actor-sqlite.c++, the default ActorSqlite::Hooks::scheduleRun() (seed 000)
+# src/workerd/io/actor-sqlite.c++, the default ActorSqlite::Hooks::scheduleRun()
 ACTOR_BROKEN_MESSAGE = "alarms are not yet implemented for SQLite-backed Durable Objects"
-# workerd PR #7085 facet hooks; observed on workerd@1.20261117.1 (REFERENCE.md)
+# workerd PR #7085 facet hooks; observed on workerd@1.20261117.1
 FACET_BROKEN_MESSAGE = "Facets currently cannot set alarms."
 MODES = ("commit-breaks-facet", "commit-breaks-actor")
 

@@ -69,8 +69,8 @@ class Host:
         # workerd's input gate: storage reads in flight, and delivered events whose code has not started
         # yet (JavaScript runs a call up to its first await at once); new deliveries wait while any
         self.locks = 0
-        # delivered tasks holding a lock until their first step ends; None until the first (issue 17:
-        # an empty set is 216 B, 0.2 GiB at 1M objects, and most objects never hold one while idle)
+        # delivered tasks holding a lock until their first step ends; None until the first (an empty set is
+        # 216 B, 0.2 GiB at 1M objects, and most objects never hold one while idle)
         self.starting: set[Task] | None = None
         self.unlocked: Future | None = None  # what a held delivery awaits: the last read in flight resolved
         self.turn: list | None = None  # the timer that commits this turn's writes (see the module docstring)

@@ -184,7 +184,7 @@ class Storage:
             raise NoAlarmHandler(NO_ALARM_HANDLER)
         kernel = host.sim.kernel
         now = kernel.now
-        # alarm_time()'s usual case, inlined (issue 17: with stage_alarm's cause and the handler's done() check,
+        # alarm_time()'s usual case, inlined (with stage_alarm's cause and the handler's done() check,
         # 64,704 -> 62,846 instructions a lifecycle, valgrind, no journal)
         if scheduled_time.__class__ is int and 0 < scheduled_time <= MAX_MS:
             host.stage_alarm(scheduled_time if scheduled_time > now else now)

@@ -77,7 +77,7 @@ class WorkerdScheduler:
         prev = self.rows.get(host)
         self.rows[host] = at
         # sim.log("arm", ...), inlined as deliver() does for fire: one call fewer per committed set_alarm
-        # (issue 17; with the Ready hop in _kernel.Task._step, 79,820 -> 70,946 instructions a lifecycle)
+        # (with the Ready hop in _kernel.Task._step, 79,820 -> 70,946 instructions a lifecycle)
         sim = self.sim
         buf = sim._buf
         buf += (self.kernel.now, host.code, "arm", at, prev, None, arm_detail(prev, at, cause))
@@ -189,7 +189,7 @@ class WorkerdScheduler:
             # alarm starts afresh (scheduleAlarm: WAITING, counters at 0); the entry is reused
             at = entry.queued
             entry.__init__(host, at)
-            # _arm_timer(), inlined: most lifecycles end here, re-armed by alarm() (issue 17: with the watchdog's
+            # _arm_timer(), inlined: most lifecycles end here, re-armed by alarm() (with the watchdog's
             # two inlines, 62,846 -> 61,775 instructions a lifecycle, valgrind, no journal)
             now = self.kernel.now
             late = self._late if self._late is not None else self._fire_latency(host, self._latency, self.kernel.rng)

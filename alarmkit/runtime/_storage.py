@@ -24,7 +24,7 @@ _TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b
 
 class ConnectionPool:
     """At most ``size`` databases hold an open SQLite connection (about 15-40 KiB each); the
-    least recently used ones are parked as their serialized image, zlib-compressed (issue 17: a
+    least recently used ones are parked as their serialized image, zlib-compressed (a
     lease ledger's 2,048-byte image, four 512-byte pages mostly zeros, parks in 290 bytes; level 1
     costs ~10 us to park and ~3 us to reopen, beside SQLite's own connect; RSS per object at 100k
     leases 4,470 -> 2,511 B with the host's lazy ``starting`` set). Parking never happens inside a

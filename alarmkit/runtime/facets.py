@@ -1,4 +1,4 @@
-"""The parent-owned alarm proxy (seed 000, option 1): the fix for facets' alarms, as user code.
+"""The parent-owned alarm proxy: the fix for facets' alarms, as user code.
 
 A facet cannot set an alarm (``alarmkit._facets`` describes how that fails on each profile). A
 root object that owns the one real alarm on behalf of its facets (``AlarmProxyParent``) and a
@@ -51,7 +51,7 @@ _PROXY_DDL = (
 
 
 class AlarmProxyParent(DurableObject):
-    """A root object that owns the one real alarm on behalf of its facets (seed 000, option 1).
+    """A root object that owns the one real alarm on behalf of its facets.
 
     It exposes ``set_alarm(ref, at_ms | None)`` and ``get_alarm(ref)`` as RPC verbs, persists one
     ``{at_ms, ref}`` cell, mirrors it into its own alarm, and on fire boots the facet named by the

@@ -1,7 +1,7 @@
 """Runtime profiles: the constants and behaviours of each real runtime alarmkit imitates.
 
-Every constant that comes from a source names it. See ``../shared/REFERENCE.md`` in the
-project's shared folder for the facts these reproduce.
+Every constant that comes from a source names it (a file of workerd's or celld's source, a probe
+of ``alarmkit calibrate``); docs/runtime.md and docs/calibration.md say which probe backs which.
 """
 
 from __future__ import annotations
@@ -133,8 +133,8 @@ class Profile:
     # an idle object is evicted after this long (a simulation knob; Cloudflare evicts idle
     # objects after tens of seconds, so 70 s is a stand-in, not a quoted figure)
     idle_evict_ms: int = 70_000
-    # how a facet's set_alarm fails: "commit-breaks-facet" (workerd 2026-11-17, REFERENCE.md),
-    # "commit-breaks-actor" (before PR #7085, seed 000), or None (no facets, e.g. celld)
+    # how a facet's set_alarm fails: "commit-breaks-facet" (workerd 2026-11-17),
+    # "commit-breaks-actor" (before PR #7085), or None (no facets, e.g. celld)
     facet_alarms: str | None = "commit-breaks-facet"
     # celld only (crates/logic/wake.rs, CELLD_WAKER_TICK_MS and CELLD_ALARM_RESIDENT_MS defaults)
     waker_tick_ms: int = 60_000
@@ -148,7 +148,7 @@ class Profile:
     # reporter saw production keep it stored and run it "tens of seconds" later "if at all, until the
     # object is next disturbed", a delay alarmkit does not model. "same-time-unfired": it stays stored
     # (get_alarm() shows it, overdue) and never fires until code sets the alarm again. For local workerd
-    # 1.20261117.1 a stalled chain was reported before issue 16 (stored, not cleared, not fired); re-run
+    # 1.20261117.1 a stalled chain was reported before (stored, not cleared, not fired); re-run
     # on 2026-12-01, 24 chains re-arming at or before now (Date.now(), Date.now() - 1000, scheduledTime;
     # SQLite and KV storage; compatibility dates 2026-11-17 and 2026-01-28) ran every tick, but no handler
     # there started in the same millisecond as its scheduledTime (1 to 60 ms late), so the equal-time

@@ -2,7 +2,7 @@
 
 Every scenario here runs the same workload against one ledger class and *declares what it
 owes*: each lease a grant promised must be revoked (``ctx.effect("revoke", lease_id)``) at or
-after its expiry. ``lease-ledger`` is the correct ledger (seed 003's, unchanged); each
+after its expiry. ``lease-ledger`` is the correct ledger (unchanged); each
 ``lease-<anti-pattern>`` swaps in one mistake. ``alarmkit.explore`` finds each mistake with a
 minimal counterexample and nothing in the correct ledger.
 
@@ -180,7 +180,7 @@ def _try(sim: Simulation, call) -> bool:
 
 
 VARIANTS = {
-    "lease-ledger": (LeaseLedger, "the correct ledger of seed 003 under the exploration workload"),
+    "lease-ledger": (LeaseLedger, "the correct ledger under the exploration workload"),
     "lease-alarm-as-data": (AlarmAsData, "anti-pattern: one set_alarm per lease; the alarm is the data"),
     "lease-ctor-pushes-later": (CtorPushesLater, "anti-pattern: the constructor sets the alarm unconditionally"),
     "lease-delete-before-effect": (DeleteBeforeEffect, "anti-pattern: the row is deleted before the revoke"),

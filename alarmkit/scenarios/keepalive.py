@@ -29,8 +29,8 @@ __all__ = [
     "ProxiedGuestbookProcessor", "keepalive_lead_ms",
 ]
 
-KEEPALIVE_ALARM_LEAD_MS = 10_000  # stream-processor-keepalive.ts: the first rung (seed 000)
-KEEPALIVE_MAX_RUNG = 4  # rungs 10, 20, 40, 80, 160 s (the climb is ours; seed 000 names only the first)
+KEEPALIVE_ALARM_LEAD_MS = 10_000  # stream-processor-keepalive.ts: the first rung
+KEEPALIVE_MAX_RUNG = 4  # rungs 10, 20, 40, 80, 160 s (the climb is ours; the keepalive names only the first)
 CRASH_LOOP_BUDGET = 3
 GUESTBOOK_APP_REF = "guestbook"  # the template's exported ref: the proxy boots the facet from it
 BUGGY_BUILDS = frozenset({"v1"})  # builds that crash on "!poison"
@@ -264,7 +264,7 @@ class GuestbookFacetApp(_App, DurableObject):
 
 
 class GuestbookProxyApp(_App, AlarmProxyParent):
-    """Hosts the proxied processor as a facet and owns its alarm (seed 000, option 1)."""
+    """Hosts the proxied processor as a facet and owns its alarm (the parent-owned alarm proxy)."""
 
     FACET_CLASSES = {GUESTBOOK_APP_REF: ProxiedGuestbookProcessor}
 

@@ -1,4 +1,4 @@
-"""The lease ledger of seed 003, its lab, and the five lab results as scenarios.
+"""The lease ledger, its lab, and the five lab results as scenarios.
 
 The ledger keeps expirations in a table (the truth) and derives one alarm from it: the alarm
 moves only earlier; the handler reads what is due, runs the effect, then deletes the row; the

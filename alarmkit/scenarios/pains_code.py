@@ -1,4 +1,4 @@
-"""What bites in production (issue 16), the mistakes in user code: three stories from public
+"""What bites in production, the mistakes in user code: three stories from public
 threads, each a naive object and a fixed one under the same workload in one simulation.
 
 Every scenario here names its objects ``naive`` and ``fixed`` and declares what each owes (an

@@ -1,4 +1,4 @@
-"""What bites in production (issue 16), where the platform's behaviour is the surprise: three
+"""What bites in production, where the platform's behaviour is the surprise: three
 stories from public threads and workerd's source.
 
 - ``prod-runaway-internal-errors``: a failure that is not the worker's fault is not counted

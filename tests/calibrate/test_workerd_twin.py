@@ -1,4 +1,4 @@
-"""The real-runtime twin: seed-003 lab scenarios and behaviour probes on a real workerd.
+"""The real-runtime twin: lease ledger lab scenarios and behaviour probes on a real workerd.
 
 Skipped when workerd is not installed (see ``alarmkit.calibrate.workerd.install_workerd`` or set
 ``ALARMKIT_WORKERD``). The exhaustion/revival probes take ~3 minutes: they run only with
@@ -49,7 +49,7 @@ def _ok(res: dict, name: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# seed-003 lab scenarios
+# the lease ledger's lab scenarios
 # ---------------------------------------------------------------------------------------------
 
 def test_normal_path(quick):

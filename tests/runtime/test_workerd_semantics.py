@@ -1,4 +1,4 @@
-"""Every workerd alarm fact in REFERENCE.md, with exact virtual times.
+"""Every workerd alarm fact the runtime models, with exact virtual times.
 
 Default fire latency on the workerd profile is a fixed 2 ms, so an alarm for t fires at t + 2.
 """
@@ -242,7 +242,7 @@ def test_the_15_minute_limit_is_a_counted_failure():
 
 
 def test_a_handler_ending_in_its_first_instant_leaves_no_watchdog_behind():
-    """The watchdog is armed at the end of the instant only for a handler still running (issue 17):
+    """The watchdog is armed at the end of the instant only for a handler still running:
     one that ends at once leaves nothing for run() to wait for, so the clock stops at the last alarm."""
     async def rearm_twice(obj, info):
         if info.scheduled_time < 3000:

@@ -1,4 +1,4 @@
-"""The guestbook keepalive (seed 000): rungs, self-gating, revival, the crash-loop budget, three hostings."""
+"""The guestbook keepalive: rungs, self-gating, revival, the crash-loop budget, three hostings."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-// alarmkit calibration twin: the seed-003 lease ledger and behaviour probes, for real workerd.
+// alarmkit calibration twin: the lease ledger and behaviour probes, for real workerd.
 //
 // Every Durable Object here writes each event to its own SQLite table
 //   journal(seq, t_ms, kind, scheduled_ms, retry_count, is_retry, detail_json)
@@ -71,7 +71,7 @@ function readJournal(sql) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// LeaseLedger: the seed-003 ledger (constructor + ensureAlarm + grant + alarm + revoke), with
+// LeaseLedger: the lease ledger (constructor + ensureAlarm + grant + alarm + revoke), with
 // journaling and the lab switches (revoke throws N times after counting, handler always throws,
 // noboot keeps the constructor from re-arming). Switches live in storage so they survive restarts.
 // ---------------------------------------------------------------------------------------------
