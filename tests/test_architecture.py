@@ -480,3 +480,29 @@ def test_scenarios_notebooks_and_calibrate_use_only_the_public_runtime():
 
 if __name__ == "__main__":  # pragma: no cover
     print_layers()
+
+
+# -- comments speak of the code ----------------------------------------------------------------------------------
+import re as _re
+
+_HISTORY = _re.compile(r"(?<![\w/-] )(?<!#)\bissue \d{1,2}\b|\bseed[ -]00\d\b|REFERENCE\.md|STYLE\.md|\.\./shared\b",
+                       _re.I)
+
+
+def history_mentions(text: str) -> list[str]:
+    """Lines citing the project's own issue numbers, its seed documents or files outside the repository.
+    A public bug ("workerd issue 6866", "cloudflare-docs issue 18324") is a source, and allowed."""
+    return [line.strip() for line in text.splitlines() if _HISTORY.search(line)]
+
+
+def test_the_history_check_finds_what_it_looks_for():
+    assert history_mentions("x = 1  # issue 17: faster\n# workerd issue 6866\n# the seed-003 ledger\n"
+                            "# see ../shared/REFERENCE.md\n# cloudflare-docs issue 18324\n") == [
+        "x = 1  # issue 17: faster", "# the seed-003 ledger", "# see ../shared/REFERENCE.md"]
+
+
+def test_comments_speak_of_the_code_not_its_history():
+    paths = [p for p in [*PKG.rglob("*.py"), *PKG.rglob("*.js"), *PKG.rglob("*.mjs"), *(ROOT / "tests").rglob("*.py"),
+                         *(ROOT / "benchmarks").rglob("*.py"), ROOT / "dev.py"] if p.name != "test_architecture.py"]
+    found = {str(p.relative_to(ROOT)): hits for p in paths if (hits := history_mentions(p.read_text(errors="replace")))}
+    assert not found, f"comments citing the project's history instead of the code or a source: {found}"
