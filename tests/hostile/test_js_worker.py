@@ -63,8 +63,9 @@ def test_class_in_bindings_not_exported(tmp_path):
 
 @pytest.mark.parametrize("bindings, message", [
     ({"not a name": "A"}, "binding names are identifiers"),
-    ({"A": 5}, r"bindings\['A'\] must name an exported class"),
-    ({"A": "no such"}, r"bindings\['A'\] must name an exported class"),
+    ({"A": float("nan")}, r"A cannot cross to JavaScript \(JSON values only\)"),
+    ({"A": "no such"}, r"bindings\['A'\] names a class as an identifier"),
+    ({"A": dict}, r"bindings\['A'\] is a Python class \(dict\)"),
 ])
 def test_bad_bindings_refused_before_node_starts(tmp_path, bindings, message):
     p = write(tmp_path, "w.js", "export class A {}\n")

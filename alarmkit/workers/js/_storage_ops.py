@@ -18,7 +18,9 @@ from ...errors import AlarmkitError
 if TYPE_CHECKING:  # pragma: no cover
     from ._bridge import Bridge
 
-__all__ = ["apply_op"]
+__all__ = ["apply_op", "MAX_LOGS"]
+
+MAX_LOGS = 100_000  # console lines a worker's ``logs`` keeps (the journal keeps all)
 
 
 def _db(obj: Any) -> Any:
@@ -67,6 +69,8 @@ def apply_op(bridge: Bridge, op: list) -> Any:
     kind, iid = op[0], op[1]
     if kind == "console":
         detail = {"level": op[2], "text": op[3]}
+        if len(bridge.logs) < MAX_LOGS:  # every line is in the journal too; this list is for a quick look
+            bridge.logs.append((bridge.sim.now, op[2], op[3]))
         obj = None if iid is None else bridge.instances.get(iid)
         if obj is not None and obj.ctx._host.ctx is obj.ctx:
             obj.ctx.journal_event("console", detail=detail)

@@ -12,7 +12,7 @@ from ...runtime import Simulation
 from ...errors import AlarmkitError
 from ...scenarios import scenario
 from . import load
-from ._compat import Response
+from .._base import Response
 
 __all__ = ["js_leases", "js_leases_fixed", "notebook_worker", "REVOKE_URL"]
 
