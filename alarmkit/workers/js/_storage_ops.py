@@ -11,12 +11,9 @@ in the JS host the whole turn runs inside one Python step, so no other event can
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import AlarmkitError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._bridge import Bridge
 
 __all__ = ["apply_op", "MAX_LOGS"]
 
@@ -64,7 +61,7 @@ def _tx(obj: Any, what: str) -> None:
         db.conn.execute("RELEASE alarmkit_js_tx")
 
 
-def apply_op(bridge: Bridge, op: list) -> Any:
+def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imported: no cycle)
     """Apply one operation; returns the answer a read needs (None for a write)."""
     kind, iid = op[0], op[1]
     if kind == "console":
