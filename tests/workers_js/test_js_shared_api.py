@@ -156,3 +156,14 @@ def test_the_cli_runs_and_explores_a_ts_worker(rem, tmp_path):
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["violations"] == [] and d["runs"] == 9 and d["errors"] == []
+
+
+def test_requests_in_flight_together_and_the_workers_logs(js_host):
+    sim = ak.Simulation(seed=0)
+    w = sim.load_worker(js_host / "ttl.js", bindings={"CACHE": "TtlCache"})
+    first = sim.spawn(w.request("/put?key=a&ttl=300", method="POST", body="apple"))
+    second = sim.spawn(w.request("/put?key=b&ttl=1500", method="POST", body="banana"))
+    sim.run(until=10)
+    assert (first.result().status, second.result().status) == (201, 201)
+    sim.run()
+    assert w.logs == [(302, "log", "expired a"), (1502, "log", "expired b")]
