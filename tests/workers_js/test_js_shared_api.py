@@ -167,3 +167,28 @@ def test_requests_in_flight_together_and_the_workers_logs(js_host):
     assert (first.result().status, second.result().status) == (201, 201)
     sim.run()
     assert w.logs == [(302, "log", "expired a"), (1502, "log", "expired b")]
+
+
+class AsyncKV:
+    def __init__(self):
+        self.data = {}
+
+    async def put(self, key, value):  # an awaitable result is awaited before it crosses back
+        self.data[key] = value
+        return len(self.data)
+
+
+def test_a_python_object_binding_answers_its_methods_and_refuses_others(tmp_path, js_host):
+    (tmp_path / "w.js").write_text(
+        "export default { async fetch(request, env) {\n"
+        "  const url = new URL(request.url);\n"
+        "  if (url.pathname === '/put') return Response.json(await env.KV.put('k', { n: 1 }));\n"
+        "  return new Response(await env.KV.get('k'));\n"
+        "} };\n")
+    sim = ak.Simulation(seed=0)
+    kv = AsyncKV()
+    w = sim.load_worker(tmp_path / "w.js", bindings={"KV": kv})
+    assert w.fetch("/put").json() == 1 and kv.data == {"k": {"n": 1}}
+    with pytest.raises(ak.JsError, match=r"^WorkerUnsupported: env\.KV\.get: the Python object bound as KV \(AsyncKV\) "
+                                         r"has no method 'get'; add it to the object you pass in bindings=\{'KV': \.\.\.\}$"):
+        w.fetch("/get")
