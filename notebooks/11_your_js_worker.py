@@ -21,7 +21,7 @@
 # `Math.random()` are the simulation's, `ctx.storage` is the simulation's storage, and the object's
 # alarm is an alarmkit alarm, so workerd's retry ladder, the journal, faults, `explore` and the
 # timelines apply to it. The JavaScript host needs Node.js 18+ (`python3 dev.py test` installs the
-# pinned esbuild it uses; docs/workers-js.md says how it works).
+# pinned esbuild it uses; docs/workers.md, "JavaScript and TypeScript workers", says how it works).
 #
 # The worker here, `notebooks/workers/leases.ts`, is a lease ledger: leases in SQLite, one alarm at
 # the earliest expiry, and a call to an outside revoke service for each expired lease.
@@ -31,7 +31,7 @@ import os
 
 import alarmkit as ak
 from alarmkit.plots import timeline
-from alarmkit.workers.js import Response, load
+from alarmkit.workers import Response
 from alarmkit.workers.js.scenarios import notebook_worker
 
 # %% [markdown]
@@ -49,15 +49,19 @@ print(WORKER.read_text())
 # %% [markdown]
 # ## Driving it by hand
 #
-# `load` binds the module's class under `LEASES` and a Python stub under `REVOKER` (outbound
-# `fetch` is refused unless a binding stubs it). `w.env.LEASES.getByName("ledger")` is a stub: its
-# calls are RPCs into the JS object, driven by `sim.call`.
+# `sim.load_worker` (the same call as for a Python Worker, notebook 10) binds the module's class under
+# `LEASES` and a Python stub under `REVOKER` (outbound `fetch` is refused unless a binding stubs it).
+# `w.env.LEASES.getByName("ledger")` is a stub: its calls are RPCs into the JS object, driven by
+# `sim.call`.
 
 # %%
 sim = ak.Simulation(seed=1)
 
 # %%
-w = load(sim, WORKER, {"LEASES": "Leases", "REVOKER": lambda request: Response("revoked")})
+w = sim.load_worker(WORKER, bindings={"LEASES": "Leases", "REVOKER": lambda request: Response("revoked")})
+
+# %%
+w
 
 # %%
 ledger = w.env.LEASES.getByName("ledger")

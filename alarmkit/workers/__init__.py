@@ -8,7 +8,9 @@ The interface (shared by the Python host, ``alarmkit.workers.python``, and the J
   ``alarmkit.workers.python.load(sim, path, bindings, compat)``; ``.js .mjs .ts .mts`` ->
   ``alarmkit.workers.js.load(sim, path, bindings, compat)``. ``bindings`` maps a binding name to a
   Durable Object class name in the module (or the class), or to any Python object, which the worker
-  sees as that binding (a fake for a KV namespace, an outbound API...). ``wrangler`` (a path) adds
+  sees as that binding (a fake for a KV namespace, an outbound API...; the JS host takes class names as
+  text, calls a callable as the binding's ``fetch`` and any other object's methods over the pipe, and
+  passes JSON values as they are). ``wrangler`` (a path) adds
   the Durable Object bindings, ``vars`` and ``compatibility_date`` of a wrangler.jsonc/.json/.toml
   (``alarmkit.workers.wrangler``); ``bindings`` given too override its entries. ``path`` may be
   omitted when the wrangler file names ``main``.

@@ -124,6 +124,17 @@ class Request:
     def text_now(self) -> str:
         return self.body.decode("utf-8", "replace")
 
+    def text(self) -> str:
+        """The body as text (for a Python handler stubbing a binding's ``fetch``: it is already here)."""
+        return self.text_now()
+
+    def json(self) -> Any:
+        """The body parsed as JSON; WorkerError naming the start of the body when it is not JSON."""
+        try:
+            return json.loads(self.text_now())
+        except ValueError:
+            raise WorkerError(f"the request body is not JSON: {self.text_now()[:60]!r}") from None
+
     def __repr__(self) -> str:
         return f"<Request {self.method} {self.url}>"
 

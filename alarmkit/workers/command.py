@@ -52,7 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("entry", nargs="?", default=None,
-                   help="the worker module (e.g. src/entry.py); optional when --wrangler names main")
+                   help="the worker module (src/entry.py, or src/index.ts for the JS host); optional when --wrangler names main")
     p.add_argument("--drive", required=True, metavar="FILE", help="drive script: requests and waits (.json or .toml)")
     _common(p)
     p.add_argument("--db", default=None, help="journal file (DuckDB) to append the run to; default: in memory")

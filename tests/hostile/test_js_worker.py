@@ -2,6 +2,7 @@
 bindings, throwing constructors, a missing or too old Node, and generated module text. Each is a
 JsHostError/AlarmkitError with one clean line, never a hang, never another exception."""
 
+import json
 import os
 import re
 import stat
@@ -63,8 +64,9 @@ def test_class_in_bindings_not_exported(tmp_path):
 
 @pytest.mark.parametrize("bindings, message", [
     ({"not a name": "A"}, "binding names are identifiers"),
-    ({"A": 5}, r"bindings\['A'\] must name an exported class"),
-    ({"A": "no such"}, r"bindings\['A'\] must name an exported class"),
+    ({"A": float("nan")}, r"A cannot cross to JavaScript \(JSON values only\)"),
+    ({"A": "no such"}, r"bindings\['A'\] names a class as an identifier"),
+    ({"A": dict}, r"bindings\['A'\] is a Python class \(dict\)"),
 ])
 def test_bad_bindings_refused_before_node_starts(tmp_path, bindings, message):
     p = write(tmp_path, "w.js", "export class A {}\n")
@@ -171,3 +173,122 @@ def test_calibrate_js_host_without_node_is_one_line_exit_2(tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs Node.js 18 or newer" in lines[0] and not CONTROL.search(p.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- the CLI on a .ts entry: `alarmkit worker` and `alarmkit explore --worker`, as for a Python worker ----------
+TS_WORKER = """import { DurableObject } from "cloudflare:workers";
+export class Box extends DurableObject {
+  async put(value: unknown): Promise<unknown> {
+    await this.ctx.storage.put("v", value);
+    await this.ctx.storage.setAlarm(Date.now() + 1000);
+    return value;
+  }
+  async alarm(): Promise<void> {
+    await this.ctx.storage.put("fired", true);
+  }
+}
+export class Broken extends DurableObject {
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env);
+    throw new Error("ctor \\u001b[31mboom\\u202e");
+  }
+  async put(): Promise<void> {}
+}
+export default {
+  async fetch(request: Request): Promise<Response> {
+    return new Response((await request.text()) + "\\u001b[31m\\u202e");
+  },
+};
+"""
+CLI_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def snapshot(folder):
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def run_cli(capsys, argv):
+    from alarmkit.cli import main
+
+    try:
+        rc = main(argv)
+    except SystemExit as exit_:  # argparse's usage errors
+        rc = exit_.code
+    out, err = capsys.readouterr()
+    assert rc in (0, 1, 2), (rc, out, err)
+    assert not CLI_CONTROL.search(out) and not CLI_CONTROL.search(err), (out, err)
+    assert "Traceback" not in err
+    if rc == 2:
+        assert len([x for x in err.splitlines() if x.startswith("alarmkit: error")]) == 1, err
+    if rc == 1:
+        assert "EXPECT FAILED" in out
+    return rc, out, err
+
+
+@pytest.fixture
+def ts_project(tmp_path):
+    write(tmp_path, "w.ts", TS_WORKER)
+    return tmp_path
+
+
+@pytest.mark.parametrize("source, argv, message", [
+    ("export class A { x: number = ; }\n", ["--bind", "BOX=A"], r"does not build: BuildError: .*w\.ts:1:\d+: Unexpected"),
+    (TS_WORKER, ["--bind", "BOX=Boxx"], r'bindings\["BOX"\] names class Boxx, which the module does not export'),
+    (TS_WORKER, ["--bind", "BOX=Box", "--compat", "soon"], r"compatibility_date is a date such as '2026-11-17'"),
+    (TS_WORKER, ["--bind", "NOPE=Box", "--bind", "BOX=Box", "--drive-method", "missing"], r"Box \(binding BOX\) has no method 'missing'; its methods: \['alarm', 'put'\]"),
+    (TS_WORKER, ["--bind", "BOX=Box", "--drive-binding", "OTHER"], r"has no Durable Object binding 'OTHER'"),
+])
+def test_cli_refuses_a_bad_ts_worker_in_one_line(ts_project, capsys, source, argv, message):
+    write(ts_project, "w.ts", source)
+    method = argv[argv.index("--drive-method") + 1] if "--drive-method" in argv else "put"
+    binding = argv[argv.index("--drive-binding") + 1] if "--drive-binding" in argv else "BOX"
+    argv = [a for i, a in enumerate(argv) if not a.startswith("--drive-") and not (i and argv[i - 1].startswith("--drive-"))]
+    write(ts_project, "d.json", json.dumps({"steps": [{"call": binding, "name": "a", "method": method, "args": [1]}]}))
+    before = snapshot(ts_project)
+    for cmd in (["worker", str(ts_project / "w.ts")], ["explore", "--worker", str(ts_project / "w.ts"), "--workers", "1"]):
+        rc, out, err = run_cli(capsys, [*cmd, "--drive", str(ts_project / "d.json"), *argv,
+                                        "--db", str(ts_project / "j.duckdb")])
+        assert rc == 2 and out == "" and re.search(message, err), err
+    assert snapshot(ts_project) == before  # no journal made for a run refused before it started
+
+
+def test_cli_runs_a_ts_worker_and_escapes_its_text(ts_project, capsys):
+    write(ts_project, "d.json", json.dumps({"steps": [
+        {"at": 0, "fetch": "/", "method": "POST", "body": "a\u0007b"},
+        {"at": 10, "call": "BOX", "name": "a", "method": "put", "args": [7]},
+        {"at": 20, "call": "BAD", "name": "b", "method": "put"}],
+        "expect": [{"object": "BOX:a", "kv": "fired", "equals": True}, {"requests": "ok"}]}))
+    rc, out, err = run_cli(capsys, ["worker", str(ts_project / "w.ts"), "--bind", "BOX=Box", "--bind", "BAD=Broken",
+                                    "--drive", str(ts_project / "d.json")])
+    assert rc == 1 and "a\\x07b\\x1b[31m\\u202e" in out  # the response body, escaped
+    assert "alarm() at      1012 ms  retry_count=0  a" in out
+    assert "error JsError: Error: ctor \\x1b[31mboom\\u202e" in out  # the constructor's throw, escaped
+    assert "EXPECT FAILED: 1 request(s) did not finish ok, first step 3 (BAD:b.put)" in out
+
+
+if given is not None:
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=True) | st.text(max_size=20),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=8,
+    )
+    ts_steps = st.fixed_dictionaries({}, optional={
+        "at": st.integers(-5, 3000) | json_values, "fetch": st.text(max_size=20) | st.just("/x"),
+        "call": st.sampled_from(["BOX", "NOPE"]), "name": st.text(max_size=4) | st.just("a"),
+        "method": st.sampled_from(["put", "alarm", "missing"]), "args": st.lists(json_values, max_size=2) | json_values,
+        "body": st.text(max_size=20) | json_values, "restart": st.integers(-1, 3000), "evict": st.just("BOX"),
+    })
+    ts_drives = st.fixed_dictionaries({"steps": st.lists(ts_steps, max_size=4)}, optional={
+        "until": st.integers(-1, 5000) | json_values,
+        "expect": st.lists(st.fixed_dictionaries({}, optional={
+            "object": st.sampled_from(["BOX:a", "BOX", "X:y"]), "kv": st.text(max_size=3), "alarm": json_values,
+            "equals": json_values, "requests": st.sampled_from(["ok", "no"])}), max_size=2)})
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(drive=ts_drives | json_values)
+    def test_generated_drive_scripts_for_a_ts_worker(ts_project, capsys, drive):
+        d = ts_project / "drive.json"
+        d.write_text(json.dumps(drive))
+        before = snapshot(ts_project)
+        run_cli(capsys, ["worker", str(ts_project / "w.ts"), "--bind", "BOX=Box", "--drive", str(d)])
+        assert snapshot(ts_project) == before

@@ -74,12 +74,12 @@ def test_ids_namespaces_and_rpc_between_objects(probe):
 
 def test_fetch_default_export_and_object_fetch(probe):
     sim, w, _ = probe
-    r = sim.call(w.fetch("http://x/echo", method="POST", headers={"X-A": "1"}, body="hi"))
+    r = w.fetch("http://x/echo", method="POST", headers={"X-A": "1"}, body="hi")
     assert r.status == 202 and r.json() == {"method": "POST", "body": "hi", "h": "1"}
     assert r.headers.get("x-b") == "2"
-    r = sim.call(w.fetch("http://x/do?z=1"))
+    r = w.fetch("http://x/do?z=1")
     assert (r.status, r.text()) == (201, "probe PUT inner ?z=1")
-    assert sim.call(w.fetch("http://x/other")).status == 404
+    assert w.fetch("http://x/other").status == 404
 
 
 @pytest.mark.parametrize("method, message", [

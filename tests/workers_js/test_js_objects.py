@@ -21,12 +21,12 @@ def kinds(sim):
 def test_ttl_cache_expires_each_entry_at_its_time(js_host):
     sim = ak.Simulation(seed=0)
     w = load(sim, js_host / "ttl.js", {"CACHE": "TtlCache"})
-    assert sim.call(w.fetch("http://x/put?key=a&ttl=300", method="POST", body="apple")).status == 201
-    assert sim.call(w.fetch("http://x/put?key=b&ttl=1500", method="POST", body="banana")).status == 201
-    assert sim.call(w.fetch("http://x/get?key=a")).json() == {"value": "apple"}
+    assert w.fetch("http://x/put?key=a&ttl=300", method="POST", body="apple").status == 201
+    assert w.fetch("http://x/put?key=b&ttl=1500", method="POST", body="banana").status == 201
+    assert w.fetch("http://x/get?key=a").json() == {"value": "apple"}
     sim.run(until=1000)
-    assert sim.call(w.fetch("http://x/get?key=a")).status == 404          # expired at 300, removed at 302
-    assert sim.call(w.fetch("http://x/get?key=b")).json() == {"value": "banana"}
+    assert w.fetch("http://x/get?key=a").status == 404          # expired at 300, removed at 302
+    assert w.fetch("http://x/get?key=b").json() == {"value": "banana"}
     sim.run()
     assert fires(sim) == [302, 1502]                                         # each entry 2 ms after it expired
     ev = sim.events()
@@ -67,11 +67,11 @@ def test_batcher_flushes_on_its_window_and_retries_a_failed_sink(js_host):
 def test_rate_limiter_windows_and_its_cleanup_alarm(js_host):
     sim = ak.Simulation(seed=0, start_ms=1_767_225_600_000)                  # a real epoch: windows of 10 s
     w = load(sim, js_host / "limiter.js", {"LIMITER": "RateLimiter"})
-    statuses = [sim.call(w.fetch("http://x/?client=ann")).status for _ in range(5)]
+    statuses = [w.fetch("http://x/?client=ann").status for _ in range(5)]
     assert statuses == [200, 200, 200, 429, 429]
-    assert sim.call(w.fetch("http://x/?client=bob")).status == 200
+    assert w.fetch("http://x/?client=bob").status == 200
     sim.advance(10_005)                                                       # past the cleanup alarm at +10,002
-    assert sim.call(w.fetch("http://x/?client=ann")).status == 200           # a new window, a new alarm
+    assert w.fetch("http://x/?client=ann").status == 200           # a new window, a new alarm
     sim.run()
     assert fires(sim) == [1_767_225_610_002, 1_767_225_620_002]
     ev = sim.events()

@@ -17,8 +17,8 @@ import itertools
 from typing import Any, Callable
 
 from ...runtime import DurableObject, Future
-from ...errors import AlarmkitError, JsError, JsHostError, JsValueError
-from ._compat import Request, Response
+from ...errors import AlarmkitError, JsError, JsHostError, JsValueError, WorkerUnsupported
+from .._base import Request, Response
 from ._storage_ops import apply_op
 
 __all__ = ["Bridge", "JsObject"]
@@ -39,7 +39,20 @@ def _response(d: dict) -> Response:
 
 
 def _request_dict(req: Request) -> dict:
-    return {"url": req.url, "method": req.method, "headers": req.headers.items(), "body": req.body}
+    # bodies cross the pipe as text (JSON): bytes that are not UTF-8 arrive with U+FFFD in their place
+    body = req.body.decode("utf-8", "replace") if req.body else None
+    return {"url": req.url, "method": req.method, "headers": req.headers.items(), "body": body}
+
+
+def _response_dict(out: Any, binding: str) -> dict:
+    """What a Python stub of a binding answered (a ``Response``, a dict or a str), as the pipe carries it."""
+    if isinstance(out, str):
+        out = Response(out)
+    if isinstance(out, dict):
+        out = Response(out.get("body"), out.get("status", 200), out.get("headers"))
+    if not isinstance(out, Response):
+        raise AlarmkitError(f"the stub for env.{binding} returned {type(out).__name__}; return a Response, a dict or a str")
+    return {"status": out.status, "headers": out.headers.items(), "body": out.text()}
 
 
 class JsObject(DurableObject):
@@ -70,9 +83,9 @@ class JsObject(DurableObject):
     async def alarm(self, info: Any) -> None:
         await self._bridge.event(self, {"t": "alarm", "iid": self._iid, "info": [info.retry_count, info.scheduled_time]})
 
-    async def fetch(self, url: str, method: str = "GET", headers: Any = None, body: str | bytes | None = None) -> Response:
-        """``stub.fetch(url, method=, headers=, body=)``: the object's ``fetch(request)``; a ``Response``."""
-        req = Request(url, method=method, headers=headers, body=body)
+    async def fetch(self, url: Any, method: str = "GET", headers: Any = None, body: str | bytes | None = None) -> Response:
+        """``stub.fetch(url or Request, method=, headers=, body=)``: the object's ``fetch(request)``; a ``Response``."""
+        req = url if isinstance(url, Request) else Request(url, method=method, headers=headers, body=body)
         return _response(await self._bridge.event(self, {"t": "fetch", "iid": self._iid, "req": _request_dict(req)}))
 
 
@@ -92,10 +105,12 @@ class Bridge:
     ``rpc:timer``, an outbound call ``rpc:out:<BINDING>.<method>``, a waitUntil ``rpc:waitUntil``;
     so ``explore`` can crash an object at their awaits as it does at an RPC's."""
 
-    def __init__(self, sim: Any, proc: Any, services: dict[str, Callable]) -> None:
+    def __init__(self, sim: Any, proc: Any, services: dict[str, Callable], objects: dict[str, Any] | None = None) -> None:
         self.sim = sim
         self.proc = proc
-        self.services = services
+        self.services = services  # binding -> handler(Request) -> Response: the binding's fetch
+        self.objects = dict(objects or {})  # binding -> a Python object: its methods are the binding's
+        self.logs: list[tuple[int, str, str]] = []  # console output: (virtual ms, level, text)
         self.iids = itertools.count(1)
         self.pids = itertools.count(1)
         self.instances: dict[int, JsObject] = {}
@@ -223,26 +238,39 @@ class Bridge:
             if obj is None:
                 raise AlarmkitError("storage.sync() outside a Durable Object")
             return await obj.ctx.storage.sync()
-        if binding in self.services:  # a stub the user gave: handler(Request) -> Response | dict | str
-            d = args[0]
+        if binding in self.services or binding in self.objects:  # a stub the user gave
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
                 # workerd's output gate holds a subrequest until the writes before it are confirmed
                 # (src/workerd/io/io-gate.h): the request leaves after the commit, and a crash can fall between
                 await self.sim.kernel.checkpoint(None)
-                await obj.ctx.effect(binding, d["url"], method=d["method"])
-            out = self.services[binding](Request(d["url"], d["method"], d["headers"], d["body"]))
-            if inspect.isawaitable(out):
-                out = await out
-            if isinstance(out, str):
-                out = Response(out)
-            if isinstance(out, dict):
-                out = Response(out.get("body"), out.get("status", 200), out.get("headers"))
-            if not isinstance(out, Response):
-                raise AlarmkitError(f"the stub for env.{binding} returned {out!r}; return a Response, a dict or a str")
-            return {"status": out.status, "headers": out.headers.items(), "body": out.text()}
+                key_of = args[0]["url"] if method == "fetch" and args and isinstance(args[0], dict) else method
+                await obj.ctx.effect(binding, key_of, method=args[0]["method"] if method == "fetch" else method)
+            return await self._python_binding(binding, method, args)
         stub = self.sim.namespaces[binding].get(key)
         if method == "fetch":
             d = args[0]
             res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
             return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
         return await getattr(stub, method)(*args)
+
+    async def _python_binding(self, binding: str, method: str, args: list) -> Any:
+        """Call the Python stub bound as ``binding``: a handler is its ``fetch``; an object's methods are its own."""
+        target = self.services.get(binding)
+        if target is None:
+            fn = getattr(self.objects[binding], method, None) if not method.startswith("_") else None
+            if not callable(fn):
+                raise WorkerUnsupported(
+                    f"env.{binding}.{method}: the Python object bound as {binding} ({type(self.objects[binding]).__name__}) "
+                    f"has no method {method!r}; add it to the object you pass in bindings={{{binding!r}: ...}}")
+            target = fn
+        elif method != "fetch":
+            raise WorkerUnsupported(f"env.{binding}.{method}: {binding} is bound to a fetch handler, which has only "
+                                    f"fetch(); bind an object with a {method}() method instead")
+        if method == "fetch":
+            d = args[0]
+            out = target(Request(d["url"], d["method"], d["headers"], d["body"]))
+        else:
+            out = target(*args)
+        if inspect.isawaitable(out):
+            out = await out
+        return _response_dict(out, binding) if method == "fetch" else out

@@ -11,14 +11,13 @@ in the JS host the whole turn runs inside one Python step, so no other event can
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import AlarmkitError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ._bridge import Bridge
+__all__ = ["apply_op", "MAX_LOGS"]
 
-__all__ = ["apply_op"]
+MAX_LOGS = 100_000  # console lines a worker's ``logs`` keeps (the journal keeps all)
 
 
 def _db(obj: Any) -> Any:
@@ -62,11 +61,13 @@ def _tx(obj: Any, what: str) -> None:
         db.conn.execute("RELEASE alarmkit_js_tx")
 
 
-def apply_op(bridge: Bridge, op: list) -> Any:
+def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imported: no cycle)
     """Apply one operation; returns the answer a read needs (None for a write)."""
     kind, iid = op[0], op[1]
     if kind == "console":
         detail = {"level": op[2], "text": op[3]}
+        if len(bridge.logs) < MAX_LOGS:  # every line is in the journal too; this list is for a quick look
+            bridge.logs.append((bridge.sim.now, op[2], op[3]))
         obj = None if iid is None else bridge.instances.get(iid)
         if obj is not None and obj.ctx._host.ctx is obj.ctx:
             obj.ctx.journal_event("console", detail=detail)

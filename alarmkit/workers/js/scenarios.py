@@ -11,8 +11,7 @@ from typing import Any
 from ...runtime import Simulation
 from ...errors import AlarmkitError
 from ...scenarios import scenario
-from . import load
-from ._compat import Response
+from .._base import Response
 
 __all__ = ["js_leases", "js_leases_fixed", "notebook_worker", "REVOKE_URL"]
 
@@ -30,7 +29,8 @@ def notebook_worker(name: str) -> Path:
 
 @scenario("js-leases", "a JavaScript lease ledger (module=, cls=Leases) grants leases of 300 ms and 1.5 s and revokes each")
 def js_leases(sim: Simulation, module: str = "", cls: str = "Leases") -> dict[str, Any]:
-    w = load(sim, module or notebook_worker("leases.ts"), {"LEASES": cls, "REVOKER": lambda request: Response("revoked")})
+    w = sim.load_worker(module or notebook_worker("leases.ts"),
+                        bindings={"LEASES": cls, "REVOKER": lambda request: Response("revoked")})
     ledger = w.env.LEASES.getByName("ledger")
     obligations = []
     for lease, ttl in {"a": 300, "b": 1_500}.items():

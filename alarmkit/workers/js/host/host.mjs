@@ -79,7 +79,7 @@ async function load(msg) {
   } catch (e) {
     return { t: "error", error: errInfo(e) };
   }
-  env = makeEnv(msg.bindings, msg.services);
+  env = makeEnv(msg.bindings, msg.services, msg.objects || [], msg.vars || {}, msg.refused || {});
   Object.assign(cfw.env, env);
   const classes = {};
   for (const [binding, name] of Object.entries(msg.bindings)) {

@@ -252,13 +252,43 @@ class Namespace {
   }
 }
 
-export function makeEnv(bindings, services) {
+// env: Durable Object namespaces, fetch handlers and Python objects given as bindings (every call goes
+// through Python), wrangler `vars` (plain values), and bindings refused by name when touched (a KV, R2...)
+export function makeEnv(bindings, services, objects = [], vars = {}, refused = {}) {
   const base = {};
   for (const b of Object.keys(bindings)) base[b] = new Namespace(b);
   for (const s of services) {
     base[s] = {
       fetch: async (input, init) => outbound(s, null, "fetch", [await requestDict(requestOf(input, init))], responseFrom),
     };
+  }
+  for (const o of objects) {
+    base[o] = new Proxy({}, {
+      get(_t, prop) {
+        if (typeof prop !== "string" || prop === "then" || prop === "toJSON") return undefined;
+        if (prop === "fetch") {
+          return async (input, init) => outbound(o, null, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
+        }
+        return (...args) => outbound(o, null, prop, clone(args));
+      },
+    });
+  }
+  for (const [k, v] of Object.entries(vars)) base[k] = v;
+  for (const [r, message] of Object.entries(refused)) {
+    const refuse = (prop) => {
+      const err = new Error(prop === undefined ? message : message.replace(`env.${r}:`, `env.${r}.${prop}:`));
+      err.name = "WorkerUnsupported";
+      return err;
+    };
+    base[r] = new Proxy(function () {}, {
+      get(_t, prop) {
+        if (typeof prop !== "string" || prop === "then" || prop === "toJSON") return undefined;
+        throw refuse(prop);
+      },
+      apply() {
+        throw refuse();
+      },
+    });
   }
   return new Proxy(base, {
     get(t, prop) {

@@ -84,7 +84,7 @@ export function errInfo(e) {
   return { name: "Error", message: `Uncaught ${text}`, stack: "" };
 }
 
-// Values cross to Python as JSON (see docs/workers-js.md: what survives the trip).
+// Values cross to Python as JSON (see docs/workers.md, JavaScript and TypeScript workers: what survives the trip).
 export function clone(v) {
   if (v === undefined) return null;
   return JSON.parse(JSON.stringify(v, (k, x) => (x instanceof Map ? Object.fromEntries(x) : x)) ?? "null");
