@@ -17,7 +17,7 @@ except ImportError:  # the dev extra brings it (pyproject.toml); without it only
 
 from alarmkit.workers.js import available, load
 
-OBJECTS = os.path.join(os.path.dirname(__file__), "..", "workers_js", "objects")
+OBJECTS = os.path.join(os.path.dirname(__file__), "..", "workers", "js", "objects")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 pytestmark = pytest.mark.skipif(available() is not None, reason=f"the JavaScript host cannot run here: {available()}")

@@ -51,6 +51,7 @@ def _sql(obj: Any, query: str, params: list) -> dict:
 
 def _tx(obj: Any, what: str) -> None:
     db = _db(obj)
+    obj.ctx._host.wrote()
     if what == "begin":
         db._begin()
         db.conn.execute("SAVEPOINT alarmkit_js_tx")
@@ -91,15 +92,14 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
         return db.kv_get(op[2])
     elif kind == "delete":
         db = _db(obj)
+        obj.ctx._host.wrote()  # the write joins the turn: it commits when the turn ends, as a put does
         if isinstance(op[2], list):
             return sum(db.kv_delete(k) for k in op[2])
         return db.kv_delete(op[2])
     elif kind == "list":
         return _list(_db(obj), op[2] or {})
     elif kind == "deleteAll":
-        db = _db(obj)
-        for k in db.kv_list(""):
-            db.kv_delete(k)
+        storage.delete_all()  # the runtime's: keys, tables, and the alarm where the compatibility date says so
     elif kind == "sql":
         return _sql(obj, op[2], op[3])
     elif kind == "dbsize":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # ctx.facets is not provided by the JavaScript host (docs/workers-js.md): that probe cannot run there
 UNSUPPORTED = {"facet"}
 

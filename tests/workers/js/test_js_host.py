@@ -1,4 +1,4 @@
-"""The JavaScript host's runtime surface (tests/workers_js/objects/api.js): KV and SQL, timers and the
+"""The JavaScript host's runtime surface (tests/workers/js/objects/api.js): KV and SQL, timers and the
 clock, seeded randomness, ids and stubs, fetch, refusals, the 15-minute limit, restarts, evictions,
 abort, and the same journal for the same seed across processes."""
 

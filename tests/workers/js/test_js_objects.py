@@ -1,4 +1,4 @@
-"""Five Durable Objects written for Cloudflare (tests/workers_js/objects/, none importing anything of
+"""Five Durable Objects written for Cloudflare (tests/workers/js/objects/, none importing anything of
 alarmkit) run under the JavaScript host: the exact virtual times of their alarms and retries."""
 
 import alarmkit as ak

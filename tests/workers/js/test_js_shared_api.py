@@ -1,7 +1,7 @@
 """A JavaScript/TypeScript worker through the shared Workers API, exactly as a Python worker:
 ``sim.load_worker`` (path and bindings, or a wrangler file with vars and a refused KV binding),
 ``run_worker``, ``explore_worker``, ``alarmkit worker`` and ``alarmkit explore --worker``, with one drive
-format. The worker is tests/workers_js/objects/reminders.ts (nothing of alarmkit imported)."""
+format. The worker is tests/workers/js/objects/reminders.ts (nothing of alarmkit imported)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import alarmkit as ak
 import pytest
 from alarmkit.workers import Var, Worker, explore_worker, run_worker
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_explore_worker_finds_the_lost_reminder_and_not_in_the_fix(rem):
     assert broken.counterexamples[0].plan.crashes[0].object == "out"
     fixed = explore_worker(rem["ts"], rem["drive"], wrangler=rem["wrangler"], bindings={"REMINDERS": "ReminderFixed"},
                            seeds=0, depth=1, workers=1, progress=False)
-    assert fixed.counterexamples == [] and len(fixed.table) == len(broken.table) == 9  # baseline + 8 crash points
+    assert fixed.counterexamples == [] and len(fixed.table) == len(broken.table) == 15  # baseline + 14 crash points (the end of each alarm() and call is one too)
     assert "worker" not in ak.SCENARIOS
 
 
@@ -149,13 +149,13 @@ def test_the_cli_runs_and_explores_a_ts_worker(rem, tmp_path):
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert [(c["invariant"], c["object"]) for c in d["violations"]] == [("expect", "out")]
-    assert d["runs"] == 9 and d["errors"] == []
+    assert d["runs"] == 15 and d["errors"] == []
     # --bind overrides the wrangler file's class: the fixed one holds under the same search
     p = cli("explore", "--worker", rem["ts"], "--wrangler", rem["wrangler"], "--bind", "REMINDERS=ReminderFixed",
             "--drive", rem["drive"], "--depth", "1", "--seeds", "0", "--workers", "1", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
-    assert d["violations"] == [] and d["runs"] == 9 and d["errors"] == []
+    assert d["violations"] == [] and d["runs"] == 15 and d["errors"] == []
 
 
 def test_requests_in_flight_together_and_the_workers_logs(js_host):

@@ -11,7 +11,7 @@ import alarmkit as ak
 from alarmkit.errors import DriveError, WorkerError
 from alarmkit.workers import explore_worker, load_drive, parse_drive, read_wrangler, run_drive, run_worker
 
-NB = Path(__file__).parents[2] / "notebooks" / "workers"
+NB = Path(__file__).parents[3] / "notebooks" / "workers"
 
 
 def test_wrangler_jsonc_with_comments_and_trailing_commas(tmp_path):
