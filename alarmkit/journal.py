@@ -2,6 +2,13 @@
 
 Events are buffered by the simulation and written here in batches through Arrow, never row
 by row. ``events(run_id)`` and ``runs()`` return pandas DataFrames.
+
+Readers read ``events``. A journal written since the packed layout stores its rows in
+``event_rows`` as the simulation buffered them (the hot kinds' detail as one number, no text) and
+``events`` is a view that renders them on read (``_events.ROWS_SCHEMA``); a journal that already
+held events in an ``events`` table keeps that layout, and new events go into it rendered. A new
+journal takes the packed layout at its first ``write_events`` or ``add_runs``; until then
+``events`` is a plain table, so SQL that inserts into it directly still works.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from ._events import PACKED_SQL, EventBatch, EventRow, render_packed
+from ._events import PACKED_SQL, ROWS_SCHEMA, ROWS_TABLE, EventBatch, EventRow, render_packed
 from ._events import dump as _dump
 from .errors import AlarmkitError, JournalLocked, JournalWriteError
 
@@ -193,16 +200,42 @@ class Journal:
                 "alarmkit leaves it alone: pass a new path or a journal file, e.g. --db journal.duckdb")
         if not self.read_only:
             self._con.execute(_SCHEMA)
+        self._layout = self._find_layout()
+
+    def _find_layout(self) -> str | None:
+        """``packed`` (rows in ``event_rows``, ``events`` a view), ``rendered`` (an ``events`` table
+        holding rows), or None: no events yet, the layout is chosen at the first write."""
+        kinds = dict(self._con.execute(
+            "SELECT table_name, table_type FROM information_schema.tables WHERE table_catalog = current_database() "
+            f"AND table_schema = 'main' AND table_name IN ('events', '{ROWS_TABLE}')").fetchall())
+        if ROWS_TABLE in kinds:
+            return "packed"
+        if kinds.get("events") == "BASE TABLE" and self._con.execute("SELECT count(*) FROM events").fetchone()[0]:
+            return "rendered"
+        return None
+
+    def _target(self) -> str:
+        """The table a batch goes into; on a journal without events yet, the packed layout is made first
+        (its empty ``events`` table replaced by ``event_rows`` and the view, in one transaction)."""
+        if self._layout is None:
+            self._layout = self._find_layout()
+        if self._layout is None:
+            self._con.execute(f"BEGIN TRANSACTION; DROP TABLE events; {ROWS_SCHEMA} COMMIT")
+            self._layout = "packed"
+        return ROWS_TABLE if self._layout == "packed" else "events"
 
     def clear(self) -> int:
         """Drop every run and event in this journal (the file stays, and so do tables that are not
         alarmkit's); returns how many runs were dropped."""
         self._writable("clear")
         dropped = self.con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        if self._find_layout() == "packed":
+            self._con.execute(f"DROP VIEW events; DROP TABLE {ROWS_TABLE}")
         for table in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA):
             self._con.execute(f"DROP TABLE IF EXISTS {table}")
         self._con.execute(_SCHEMA)
         self._con.execute("CHECKPOINT")
+        self._layout = None
         return int(dropped)
 
     def _writable(self, action: str) -> None:
@@ -256,12 +289,13 @@ class Journal:
                  None if r.get("unapplied") is None else _dump(r["unapplied"])] for i, r in zip(ids, runs)]
         try:
             tables = [_arrow(i, r["events"]) for i, r in zip(ids, runs) if r.get("events")]
+            target = self._target()
             con.execute("BEGIN TRANSACTION")
             try:
                 con.executemany("INSERT INTO runs (run_id, scenario, profile, seed, params, faults, started_at, complete, "
                                 "ended_at, faults_applied, faults_unapplied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 if tables:
-                    con.from_arrow(pa.concat_tables(tables)).insert_into("events")
+                    _insert_into(con.from_arrow(pa.concat_tables(tables)), target)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -286,10 +320,10 @@ class Journal:
         # Convert while the batch before is still being inserted (conversion holds the GIL, DuckDB's
         # insert does not), then wait for it: at most one batch in flight and one being converted,
         # so memory stays bounded and order is kept. Waiting first added the two: 1M events went in
-        # 1.00-1.22x faster this way, 2.0-2.2M/s on a quiet machine; 1.87-1.96M/s since the insert also writes
-        # out the packed events' detail (logging plus ingest 1.08-1.13x faster: docs/performance.md, issue 17).
+        # 1.00-1.22x faster this way (bench_core.py benchmark 2). The packed layout stores the hot kinds
+        # without their text: 0.96 -> 0.79 CPU seconds per 1M events, both threads (docs/performance.md).
         try:
-            table = _table(run_id, rows, packed=True)  # the hot kinds' text is made by _insert, in DuckDB
+            table = _table(run_id, rows, packed=True)  # packed events stay packed (rendered on read or by _insert)
         except Exception as err:  # a value no column can hold got past the checks at the API's entries
             failed = self._join()  # the batch before goes first, in order, written or kept
             self.unwritten.append(_raw_rows(run_id, rows))
@@ -301,22 +335,20 @@ class Journal:
         if failed is not None:
             self._keep(table)  # not sent after a failure: kept, in order, with it
             raise self._kept(*failed) from failed[1]
+        target = self._target()
         if self._wcon is None:
             self._wcon = self._con.cursor()  # DuckDB's way to use one database from another thread
         # DuckDB inserts without holding the GIL, so the simulation runs on meanwhile. A thread per
         # batch (245,760 events) costs nothing measurable and leaves no idle thread behind, which
         # matters to a process pool that forks later.
         result: list[BaseException] = []
-        thread = threading.Thread(target=self._insert, args=(table, result), name="alarmkit-journal")
+        thread = threading.Thread(target=self._insert, args=(table, target, result), name="alarmkit-journal")
         thread.start()
         self._pending = (thread, table, result)
 
-    def _insert(self, table: pa.Table, result: list) -> None:
+    def _insert(self, table: pa.Table, target: str, result: list) -> None:
         try:
-            rel = self._wcon.from_arrow(table)
-            if "packed" in table.column_names:  # render the packed events here, off the simulation's thread
-                rel = rel.project(PACKED_SQL)
-            rel.insert_into("events")
+            _insert_into(self._wcon.from_arrow(table), target)
         except BaseException as err:  # noqa: BLE001 - handed to the caller's thread by _wait
             result.append(err)
 
@@ -397,6 +429,17 @@ class Journal:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _insert_into(rel: duckdb.DuckDBPyRelation, target: str) -> None:
+    """Insert a batch (its ``packed`` column, if any, last) into ``event_rows`` as it is, or into an
+    ``events`` table with the packed events rendered (``PACKED_SQL``), on the thread that calls it."""
+    packed = "packed" in rel.columns
+    if target == ROWS_TABLE:
+        rel = rel if packed else rel.project("*, false AS packed")
+    elif packed:
+        rel = rel.project(PACKED_SQL)
+    rel.insert_into(target)
 
 
 def _raw_rows(run_id: int | None, rows: list[tuple] | EventBatch) -> list[tuple]:
