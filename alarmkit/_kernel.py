@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from heapq import heappop, heappush
 from collections import deque
 from typing import Any, Callable
 
@@ -47,7 +48,7 @@ class Kernel:
             raise AlarmkitError(f"seed must be an int, got {seed!r}")
         if not 0 <= seed <= SEED_MAX:  # random.Random(-n) is random.Random(n); journals keep seeds as BIGINT
             raise AlarmkitError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {seed}")
-        self.step_limit = check_limit("step_limit", step_limit)
+        self.step_limit = step_limit  # checked by the property, which also sets _limit
         self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
         self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
         self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
@@ -61,6 +62,17 @@ class Kernel:
         self.current: Task | None = None  # the task being stepped, for whoever asks
         self._ready_none = Ready(self, None)  # immutable, so one serves every checkpoint(None)
         self._instant_end: list[Callable[[], None]] = []  # see at_instant_end
+
+    @property
+    def step_limit(self) -> int | None:
+        """Steps one run() or call() may take while the clock stands still (None: no limit)."""
+        return self._step_limit
+
+    @step_limit.setter
+    def step_limit(self, value: int | None) -> None:
+        self._step_limit = check_limit("step_limit", value)
+        self._limit = NO_LIMIT if value is None else value  # what step() compares with
+        self._steps = 0  # steps taken at the current instant
 
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> list:
@@ -180,23 +192,40 @@ class Kernel:
         for fn in hooks:
             fn()
 
-    def step(self) -> bool:
-        """Process one microtask, or else one timer. False when nothing is left."""
-        if self._ready:
-            fn, args = self._ready.popleft()
+    def step(self, end: int = NO_LIMIT) -> bool:
+        """Process one microtask, or else the next timer due by virtual time ``end``; False when there
+        is none. The one step of the kernel: ``run()`` and ``run_until_complete()`` call it, as SimPy's
+        ``run()`` calls ``step()``. This instant's ``at_instant_end`` hooks run first once its work is
+        done. Every step counts against ``step_limit`` (steps while the clock stands still, counted
+        afresh when the clock moves and when a run or a call begins); past it ``RunawayError``, the
+        step not taken and the simulation left as it was."""
+        ready = self._ready
+        if ready:
+            n = self._steps = self._steps + 1
+            if n > self._limit:
+                raise over_step_limit(self.now, self._limit, self._culprit(*ready[0]))
+            fn, args = ready.popleft()
             fn(*args)
             return True
-        if self._instant_end:
-            self.peek()  # calls them if this instant's work is done
         heap = self._heap
-        while heap:
-            t, _, fn, args = heapq.heappop(heap)
-            if fn is None:
-                continue
+        while heap and heap[0][2] is None:  # cancelled timers are dropped as they come up
+            heappop(heap)
+        if self._instant_end and (not heap or heap[0][0] != self.now):
+            self._end_instant()  # may queue work or arm a timer: look again
+            return self.step(end)
+        if not heap or heap[0][0] > end:
+            return False
+        t, _, fn, args = entry = heappop(heap)
+        if t != self.now:
             self.now = t
-            fn(*args)
-            return True
-        return False
+            self._steps = 1
+        else:
+            n = self._steps = self._steps + 1
+            if n > self._limit:
+                heappush(heap, entry)  # not run: the simulation stays as it was
+                raise over_step_limit(t, self._limit, self._culprit(fn, args))
+        fn(*args)
+        return True
 
     def run(self, until: int | None = None) -> None:
         """Process events until none are left, or until virtual time ``until`` (then now == until).
@@ -210,41 +239,14 @@ class Kernel:
             end = time_ms("run(until=...)", until)
             if end < start:
                 raise AlarmkitError(f"time can't go backwards: run(until={until}) at now={start}")
-        self._drive(end)
+        self._steps = 0
+        step = self.step
+        while step(end):
+            pass
         if until is not None:
             self.now = end
         elif self.peek() != _INF:  # stopped at the time limit, not because nothing is left
             raise self._past_time_limit(start)
-
-    def _drive(self, end: int) -> None:
-        """Run microtasks and timers due by ``end``, counting the steps at one virtual instant. SimPy's
-        run() calls step(); this loop inlines it, saving a Python call per event on the hot path."""
-        ready, heap, pop = self._ready, self._heap, heapq.heappop
-        limit = self.step_limit or NO_LIMIT
-        now, n = self.now, 0
-        while True:
-            while ready:
-                n += 1
-                if n > limit:
-                    raise over_step_limit(self.now, limit, self._culprit(*ready[0]))
-                fn, args = ready.popleft()
-                fn(*args)
-            if self._instant_end and (not heap or heap[0][0] != now):
-                self._end_instant()  # may arm a timer: look again
-                continue
-            if not heap or heap[0][0] > end:
-                return
-            t, _, fn, args = entry = pop(heap)
-            if fn is not None:
-                if t != now:
-                    self.now = now = t
-                    n = 1
-                else:
-                    n += 1
-                    if n > limit:
-                        heapq.heappush(heap, entry)  # not run: the simulation stays as it was
-                        raise over_step_limit(now, limit, self._culprit(fn, args))
-                fn(*args)
 
     def advance(self, ms: int) -> None:
         if ms.__class__ is not int or ms < 0 or self.now + ms > MAX_MS:
@@ -261,25 +263,20 @@ class Kernel:
         fut = aw if isinstance(aw, Future) else self.spawn(as_coro(aw), name="main")
         start = self.now
         end = limit if limit is not None else NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
-        steps = self.step_limit or NO_LIMIT
-        at, n = start, 0
+        self._steps = 0
+        step = self.step
         while not fut.done():
-            nxt = self.peek()
-            if nxt > end:
-                if nxt == _INF:
-                    raise AlarmkitError(
-                        "deadlock: the awaited call can never complete (nothing left to run); "
-                        "did the object await something nobody resolves?"
-                    )
-                if limit is not None:
-                    raise AlarmkitError(f"still waiting at virtual time {limit} ms; raise the limit")
-                raise self._past_time_limit(start)
-            if nxt != at:
-                at, n = nxt, 0
-            n += 1
-            if n > steps:
-                raise over_step_limit(at, steps, self._culprit(*(self._ready[0] if self._ready else self._heap[0][2:])))
-            self.step()
+            if step(end):
+                continue
+            nxt = self.peek()  # nothing due by end: say why
+            if nxt == _INF:
+                raise AlarmkitError(
+                    "deadlock: the awaited call can never complete (nothing left to run); "
+                    "did the object await something nobody resolves?"
+                )
+            if limit is not None:
+                raise AlarmkitError(f"still waiting at virtual time {limit} ms; raise the limit")
+            raise self._past_time_limit(start)
         return fut.result()
 
     # -- runaway work ---------------------------------------------------------------
