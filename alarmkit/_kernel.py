@@ -209,38 +209,37 @@ class Kernel:
         done. Every step counts against ``step_limit`` (steps while the clock stands still, counted
         afresh when the clock moves and when a run or a call begins); past it ``RunawayError``, the
         step not taken and the simulation left as it was."""
-        ready = self._ready
-        if ready:
-            n = self._steps = self._steps + 1
-            if n > self._limit:
-                raise over_step_limit(self.now, self._limit, self._culprit(*ready[0]))
-            fn, args = ready.popleft()
-            fn(*args)
-            return True
-        heap = self._heap
-        while True:  # until a live timer comes up (cancelled ones are dropped as they do)
+        ready, heap = self._ready, self._heap
+        while True:  # once, unless the instant's hooks ran or a cancelled timer came up: then look again
+            if ready:
+                n = self._steps = self._steps + 1
+                if n > self._limit:
+                    raise over_step_limit(self.now, self._limit, self._culprit(*ready[0]))
+                fn, args = ready.popleft()
+                fn(*args)
+                return True
             if self._instant_end and (not heap or heap[0] >> _SHIFT != self.now):
-                self._end_instant()  # may queue work or arm a timer: look again
-                return self.step(end)
+                self._end_instant()  # may queue work or arm a timer
+                continue
             if not heap or heap[0] >> _SHIFT > end:
                 return False
             key = heappop(heap)
             entry = self._timers.pop(key, None)
-            if entry is not None:
-                break
-        t = key >> _SHIFT
-        fn, args = entry
-        if t != self.now:
-            self.now = t
-            self._steps = 1
-        else:
-            n = self._steps = self._steps + 1
-            if n > self._limit:
-                heappush(heap, key)  # not run: the simulation stays as it was
-                self._timers[key] = entry
-                raise over_step_limit(t, self._limit, self._culprit(fn, args))
-        fn(*args)
-        return True
+            if entry is None:  # cancelled: dropped as it comes up
+                continue
+            t = key >> _SHIFT
+            fn, args = entry
+            if t != self.now:
+                self.now = t
+                self._steps = 1
+            else:
+                n = self._steps = self._steps + 1
+                if n > self._limit:
+                    heappush(heap, key)  # not run: the simulation stays as it was
+                    self._timers[key] = entry
+                    raise over_step_limit(t, self._limit, self._culprit(fn, args))
+            fn(*args)
+            return True
 
     def run(self, until: int | None = None) -> None:
         """Process events until none are left, or until virtual time ``until`` (then now == until).
