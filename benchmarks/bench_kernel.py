@@ -7,7 +7,9 @@ Each fire of a timer re-arms it at +1..1000 ms and queues one microtask, so a fi
 step and one microtask step through ``Kernel.run()``. The child runs twice under
 ``valgrind --tool=cachegrind`` with two fire counts; the difference divided by the extra fires is
 the cost of one fire with its microtask (imports and set-up cancel out), printed beside a SimPy
-process doing one timeout per fire, counted the same way in the same run.
+process doing one timeout per fire, counted the same way in the same run. The child is
+``python -c``, so it imports the ``alarmkit`` of the current folder before any on PYTHONPATH: run it
+from the root of the tree to be measured.
 """
 
 from __future__ import annotations
