@@ -49,7 +49,7 @@ else:
     if peer == "alarmkit+journal":
         journal = Journal(db)
     elif peer == "alarmkit+arrow":  # the simulation thread's share of journaling: batches to Arrow, not inserted
-        from alarmkit.journal import _table
+        from alarmkit.journal._frames import _table
 
         class ArrowOnly(Journal):
             def write_events(self, run_id, rows):

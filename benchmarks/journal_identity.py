@@ -4,7 +4,7 @@
     python benchmarks/journal_identity.py record after.duckdb    # on the code after it
     python benchmarks/journal_identity.py compare before.duckdb after.duckdb
 
-A hot-path change must keep every journal row for row (issue 17's constraint): ``compare`` runs
+A hot-path change must keep every journal row for row: ``compare`` runs
 ``EXCEPT ALL`` both ways on the events (every column but the run id, keyed by the run's scenario,
 profile, seed and its position among that key's runs) and prints the rows only one side has; exit 1 if any.
 The explore run (the lease ledger under random fault plans and crash points) covers the fault hooks

@@ -8,16 +8,19 @@ for the garbage collector to walk and the column goes to Arrow as it is.
 
 Two hot kinds are logged *packed*, their detail's one number in a column they leave empty:
 every delivery logs a ``fire`` and most end with a ``handler_ok``, and formatting their text
-cost more than the rest of logging them (issue 17). A packed event's host code is stored as
+cost more than the rest of logging them. A packed event's host code is stored as
 ``~code`` (negative; an unpacked one is a code >= 0 or None), ``prev_scheduled_ms`` holds the
-number and ``detail`` is None. ``EventBatch`` renders them on the way out, the same text the
-journal always held (``render``):
+number and ``detail`` is None. They are rendered on the way out, the same text the journal always
+held (``render``): by the journal's ``events`` view as it is read (``ROWS_SCHEMA``, the file keeps
+them packed), in SQL at the insert into a journal of the older layout (``PACKED_SQL``), in Arrow for
+``sim.events()`` (``render_packed``) and in Python for ``sim.rows`` (``EventBatch``):
 
 - ``fire``: the attempt number ``n``; detail ``{"attempt":n,"late_ms":t_ms - scheduled_ms}``
 - ``handler_ok``: the next alarm ``next`` (or None); detail ``{"next_ms":next}`` (``null``)
 
-Both have ``prev_scheduled_ms`` NULL once rendered. Nothing outside this module and the two
-places that log them (``Simulation.deliver`` and ``_alarm_done``) sees a packed event.
+Both have ``prev_scheduled_ms`` NULL once rendered. Nothing outside this module, the journal's
+``event_rows`` table and the two places that log them (``Simulation.deliver`` and ``_alarm_done``)
+sees a packed event.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "PACKED_SQL", "dump", "direction", "arm_detail", "render",
-           "render_packed"]
+__all__ = ["EventRow", "EventBuffer", "EventBatch", "WIDTH", "PACKED_SQL", "ROWS_TABLE", "ROWS_SCHEMA", "dump",
+           "direction", "arm_detail", "render", "render_packed"]
 
 WIDTH = 7  # values per event in the flat list
 
@@ -121,6 +124,17 @@ PACKED_SQL = """run_id, seq, t_ms, namespace, object_id, kind, scheduled_ms,
     CASE WHEN NOT packed THEN detail
          WHEN kind = 'fire' THEN '{"attempt":' || prev_scheduled_ms || ',"late_ms":' || (t_ms - scheduled_ms) || '}'
          ELSE coalesce('{"next_ms":' || prev_scheduled_ms || '}', '{"next_ms":null}') END AS detail"""
+
+
+# The journal's packed layout (``Journal``): the rows as buffered, a packed event keeping its number
+# and no text, in ``event_rows``; ``events`` is a view rendering them with PACKED_SQL as they are
+# read. The insert then writes no text for the hot kinds at all (bench_core.py benchmark 2).
+ROWS_TABLE = "event_rows"
+ROWS_SCHEMA = f"""CREATE TABLE {ROWS_TABLE} (
+    run_id INTEGER, seq BIGINT, t_ms BIGINT, namespace TEXT, object_id TEXT, kind TEXT,
+    scheduled_ms BIGINT, prev_scheduled_ms BIGINT, retry_count INTEGER, detail TEXT, packed BOOLEAN NOT NULL
+);
+CREATE VIEW events AS SELECT {PACKED_SQL} FROM {ROWS_TABLE};"""
 
 
 def render_packed(table: pa.Table) -> pa.Table:

@@ -157,7 +157,7 @@ class Task(Future):
         if fut.__class__ is Ready:
             # await of a known value (set_alarm's and storage's checkpoints) used to await a Future a
             # microtask resolved (hop 1: set_result -> _wakeup queued hop 2, this step). Same hops, same
-            # order, no Future, callbacks, set_result, _fire, _wakeup (issue 17: with the two steps in
+            # order, no Future, callbacks, set_result, _fire, _wakeup (with the two steps in
             # _scheduler.arm and Host._on_suspend, 79,820 -> 70,946 instructions a lifecycle awaiting set_alarm)
             kernel._ready.append((self._resume, hop := [fut._value, False]))
             if not self._killed:

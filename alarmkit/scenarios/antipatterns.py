@@ -1,4 +1,4 @@
-"""Seed 003's six ways an alarm handler fails silently, as LeaseLedger variants, and one workload.
+"""Six ways an alarm handler fails silently, as LeaseLedger variants, and one workload.
 
 Every scenario here runs the same workload against one ledger class and *declares what it
 owes*: each lease a grant promised must be revoked (``ctx.effect("revoke", lease_id)``) at or

@@ -1,4 +1,4 @@
-"""Seed 000's guestbook stream processor and its keepalive recovery, with the two parent apps.
+"""The guestbook stream processor and its keepalive recovery, with the two parent apps.
 
 The processor receives batches of guestbook entries, stores them in its inbox, and signs them one
 by one. Its keepalive is transport-free (it touches alarms only through ``ctx.storage``):

@@ -15,7 +15,7 @@ __all__ = ["LeaseLedger", "LeaseLab", "LEASE_SCENARIOS"]
 
 
 class LeaseLedger(DurableObject):
-    """Seed 003's ledger, line for line."""
+    """The lease ledger, line for line."""
 
     def __init__(self, ctx, env):
         super().__init__(ctx, env)

@@ -14,7 +14,7 @@ from alarmkit.explore import results_table
 FAST = dict(seeds=60, depth=1, workers=1, progress=False, quiet=True)
 LEDGER = "ledger"
 
-# Each anti-pattern of seed 003 with the counterexample the explorer shrinks it to (seed 0 each):
+# Each anti-pattern with the counterexample the explorer shrinks it to (seed 0 each):
 MINIMAL = {
     # two grants, one alarm: the replaced lease is never revoked, with no fault at all
     "lease-alarm-as-data": ("lost", FaultPlan()),

@@ -1,4 +1,4 @@
-"""explore's word (issue 12 items 1, 3, 4, 5; issue 13 item 6): no silent all-clear, runs marked
+"""explore's word : no silent all-clear, runs marked
 complete, results written as they finish and never over someone else's files, a capped depth."""
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def test_attempt_look_ups_do_not_walk_the_list():
     assert _Attempt.compared <= 8  # a tuple's `in` would compare ~250,000 times
 
 
-# -- issue 13 item 6: explore prints nothing --------------------------------------------------------
+# -- explore prints nothing --------------------------------------------------------
 
 
 def test_explore_prints_nothing_and_the_report_holds_the_snippet(capsys):

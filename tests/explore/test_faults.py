@@ -16,7 +16,7 @@ LAT = 2  # workerd profile: fixed 2 ms fire latency
 
 
 def ledger_run(plan, seed=0, until=400_000, journal=None, cls=LeaseLedger):
-    """One lease of 1 s on seed 003's ledger, run under ``plan``."""
+    """One lease of 1 s on the lease ledger, run under ``plan``."""
     sim = Simulation(seed=seed, faults=plan, journal=journal)
     led = sim.namespace("LEASES", cls).get("ledger")
     sim.call(led.grant("a", 1_000))
@@ -65,7 +65,7 @@ def test_every_fault_event_comes_right_before_the_failure_it_causes():
 
 
 def test_always_throwing_uses_up_the_seven_attempts_then_the_alarm_is_abandoned():
-    # the ledger without revival: seed 003's would re-arm when the retries woke an evicted instance
+    # the ledger without revival: the lease ledger would re-arm when the retries woke an evicted instance
     sim = ledger_run(FaultPlan(handler_throws="always"), cls=NoRevival)
     assert [r for _t, r in fires(sim)] == [0, 1, 2, 3, 4, 5, 6]
     assert len(rows(sim, "fault")) == 7 and len(rows(sim, "abandoned")) == 1

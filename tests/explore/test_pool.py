@@ -1,4 +1,4 @@
-"""The local process pool (issue 18) and what explore does when it is stopped (issue 12 item 4).
+"""The local process pool  and what explore does when it is stopped .
 
 Each case runs in its own Python process under a timeout, so a hang fails the test instead of
 wedging pytest: background threads doing native work, then explore() on the default pool several

@@ -1,4 +1,4 @@
-"""Issue 12, items 2, 5 and 6: bad values refused where they enter, nothing journaled is lost when a
+"""Bad values refused where they enter, nothing journaled is lost when a
 flush fails, runaway work stops with a message, and a KeyboardInterrupt or SystemExit in a handler
 leaves the object as a crash would. (The CLI's own hostile inputs live in test_adversarial.py.)"""
 

@@ -1,4 +1,4 @@
-"""Seed 003's five lab results, reproduced on the workerd profile with exact virtual times."""
+"""The lease ledger's five lab results, reproduced on the workerd profile with exact virtual times."""
 
 import json
 import math
@@ -63,7 +63,7 @@ def test_exhaustion_seven_attempts_on_the_ladder_then_nothing(seed):
 
 
 def test_exhaustion_matches_the_published_run_within_the_jitter_band():
-    """Seed 003 saw attempts at +0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6 s on workerd. Each simulated
+    """Real workerd showed attempts at +0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6 s on workerd. Each simulated
     attempt is within the jitter band's width of the published one (the band of attempt k is
     [sum of the nominal waits, +25%]: the two runs drew different jitter)."""
     published = [0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6]

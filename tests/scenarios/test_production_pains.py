@@ -1,4 +1,4 @@
-"""Issue 16, "what bites in production": the six prod-* scenarios, their exact virtual times and
+"""What bites in production: the six prod-* scenarios, their exact virtual times and
 outcomes, and the pieces they brought (the runaway_retries invariant, the forgotten_alarms fault,
 uncounted="always", the rearm_at_now and id_name_since profile settings, ctx.id.name).
 

@@ -337,7 +337,7 @@ def test_the_explorer_draws_exactly_the_journal_up_to_the_slider(lab, tmp_path):
             raise
 
 
-# -- a double-click opens notebooks/*.py as a notebook (issue 13, item 6) --------------------------------------
+# -- a double-click opens notebooks/*.py as a notebook  --------------------------------------
 LAB_OVERRIDES = Path(sys.prefix, "share", "jupyter", "lab", "settings", "overrides.d", "alarmkit-notebooks.json")
 
 

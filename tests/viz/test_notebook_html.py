@@ -1,4 +1,4 @@
-"""Executed notebooks exported to HTML keep their figures, offline (issue 19).
+"""Executed notebooks exported to HTML keep their figures, offline .
 
 The first tests check the renderer alone (no kernel): each figure's ``text/html`` beside the plotly
 mimetype, plotly.js once per session, markup kept inside data. The browser tests export real
