@@ -144,9 +144,11 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     types = {"int64": pa.int64(), "Int64": pa.int64(), "object": pa.string()}
     schema = pa.schema([(c, types[t]) for c, t in TABLE_COLUMNS.items()])
     table = pa.Table.from_pylist([{c: r.get(c) for c in TABLE_COLUMNS} for r in rows], schema=schema)
-    tmp = path.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)  # a reader never sees half a file
+    from ._files import atomic_output
+
+    # each chunk's file has a name of its own in the exploration's own new folder: never replaced
+    with atomic_output(path, ours=None, what="Parquet file", as_path=True) as tmp:
+        pq.write_table(table, tmp)
 
 
 def normalize_table(df: pd.DataFrame) -> pd.DataFrame:

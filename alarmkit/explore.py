@@ -136,7 +136,7 @@ def explore(
     table = _table(results, sink.run_ids, sink.out)
     counterexamples = _counterexamples(ctx, results, shrink_budget, max_counterexamples)
     found = Exploration(scenario, table, counterexamples, _duplicates(results), time.perf_counter() - started,
-                        sink.out, plan_warnings(base, table))
+                        sink.out, plan_warnings(base, table), tuple(invariants) if invariants is not None else None)
     if strict and found.warnings:
         raise PlanNotApplied(f"{found.warnings[0]} (strict: a plan entry that never applied is an error; "
                              "fix the plan, or drop --strict to see it as a warning)", found)

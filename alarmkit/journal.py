@@ -122,6 +122,7 @@ class Journal:
         if isinstance(path, str) and not path:  # Path("") would be the current folder
             raise AlarmkitError("the journal path is empty; pass a file path, e.g. --db journal.duckdb")
         self.path = None if path in (None, ":memory:") else Path(path)
+        self._given = path  # as typed: Path() drops the trailing "/" of a folder
         self.read_only = bool(read_only)
         self.batch_size = batch_size
         self._pending: tuple[threading.Thread, pa.Table, list] | None = None  # the batch being inserted
@@ -158,6 +159,10 @@ class Journal:
                                 f"or `alarmkit run SCENARIO --db {p}`")
         if not p.exists() and not p.parent.is_dir():
             raise AlarmkitError(f"folder {str(p.parent)!r} does not exist; create it or pass another --db path")
+        if not p.exists() and not self.read_only:
+            from ._files import check_output
+
+            check_output(self._given, ours=None, flag="--db", what="journal")  # "j/" names a folder; a read-only folder
         try:
             return duckdb.connect(str(p), read_only=self.read_only)
         except duckdb.IOException as err:
