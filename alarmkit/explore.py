@@ -33,7 +33,7 @@ from ._findings import Counterexample, Exploration, plan_warnings
 from ._shrink import shrink, snippet
 from ._sink import Sink
 from ._space import FaultSpace
-from ._sweep import InProcess, SweepRun, normalize_table, resolve_executor, run_one, run_specs, write_rows
+from ._sweep import InProcess, SweepRun, normalize_table, resolve_executor, run_one, run_specs
 
 __all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_table", "shrink", "snippet",
            "MAX_CRASH_RUNS"]
@@ -111,9 +111,7 @@ def explore(
         # the fault-free run (under the base plan): what exists to break
         first = run_one(ctx, {"idx": 0, "key": "baseline", "kind": "baseline", "depth": 0, "seed": 0,
                               "plan": base.to_dict(), "want_points": True})
-        if sink.out is not None:
-            write_rows(sink.out / "runs-00-baseline.parquet", [first.row])
-        sink.add([first])
+        sink.add([first], "runs-00-baseline")
         domain = first.domain
         specs: list[dict] = []
         seen: set[frozenset] = set()
@@ -129,9 +127,12 @@ def explore(
         results = [first] + _waves(ctx, specs, pool, width, progress, base, tasks, depth, seen, max_crash_runs,
                                    sink.add)
     except KeyboardInterrupt:
+        sink.close("interrupted")
         raise KeyboardInterrupt(f"explore {scenario} interrupted: {sink.kept()}") from None
-    finally:
-        sink.close()
+    except BaseException:
+        sink.close("failed")
+        raise
+    sink.close("complete")
     results.sort(key=lambda r: r.row["idx"])
     table = _table(results, sink.run_ids, sink.out)
     counterexamples = _counterexamples(ctx, results, shrink_budget, max_counterexamples)
@@ -337,9 +338,23 @@ def results_table(out: str | Path) -> pd.DataFrame:
     if not any(Path(out).glob("runs-*.parquet")):
         raise AlarmkitError(f"no runs-*.parquet in {str(out)!r}; each exploration writes into its own subfolder "
                             "of out= (its Exploration.out, printed by the CLI as 'results:')")
+    _warn_if_partial(Path(out))
     con = duckdb.connect()
     try:
         return normalize_table(con.execute(f"SELECT * FROM read_parquet({pattern!r}) ORDER BY idx").df())
     finally:
         con.close()
 
+
+def _warn_if_partial(out: Path) -> None:
+    """An exploration that did not finish says so (its folder's progress.json), with what it holds."""
+    import json
+    import warnings
+
+    try:
+        progress = json.loads((out / "progress.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # a folder from before progress.json: nothing to say either way
+    if isinstance(progress, dict) and progress.get("state") != "complete":
+        warnings.warn(f"{str(out)!r}: this exploration is {progress.get('state')!r}, not complete: "
+                      f"{progress.get('runs')} runs kept; {progress.get('note')}", RuntimeWarning, stacklevel=3)
