@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     nbs = sub.add_parser("notebooks", help="execute every notebook and export it to HTML, with an index page")
     notebooks_arguments(nbs)
     nbs.set_defaults(fn=cmd_notebooks)
+
+    from ._spill import add_arguments as journal_arguments, run_command as journal_command
+
+    jr = sub.add_parser("journal", help="journal upkeep: `journal recover SPILL --db J` writes spilled events back")
+    journal_arguments(jr)
+    jr.set_defaults(fn=journal_command)
     return p
 
 
@@ -291,21 +297,37 @@ def _open_journal(path: str | None):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("alarmkit: interrupted (Ctrl-C) before any command ran; nothing was done", file=sys.stderr)
+        return 130
     try:
         return args.fn(args)
     except InternalError:
         raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
     except AlarmkitError as err:
-        print(f"alarmkit: error: {err}", file=sys.stderr)
+        print(f"alarmkit: error: {one_line(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
-        print(f"alarmkit: {err or 'interrupted'}", file=sys.stderr)
+        # a bare KeyboardInterrupt() has no text: say what was stopped rather than print "alarmkit: "
+        said = one_line(str(err)) or (f"{args.command} interrupted (Ctrl-C); what it finished before is kept, "
+                                      "the rest was not done")
+        print(f"alarmkit: {said}", file=sys.stderr)
         return 130
     except OSError as err:  # the file system said no: a path, a permission, a full disk
-        print(f"alarmkit: error: {_os_error(err)}", file=sys.stderr)
+        print(f"alarmkit: error: {one_line(_os_error(err))}", file=sys.stderr)
         return 2
+
+
+def one_line(text: str) -> str:
+    """``text`` safe for a terminal on one line: control and format characters (escape sequences,
+    newlines, U+202E) shown as ``\\x1b``-style escapes, never sent to the terminal."""
+    import unicodedata
+
+    return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else
+                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") for c in text)
 
 
 def _os_error(err: OSError) -> str:

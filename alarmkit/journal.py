@@ -130,6 +130,7 @@ class Journal:
         # could not even become Arrow, its rows in EVENT_COLUMNS order (unwritten_rows() reads both)
         self.unwritten: list[pa.Table | list[tuple]] = []
         self._wcon: duckdb.DuckDBPyConnection | None = None  # the writer thread's cursor
+        self._spill: Path | None = None  # where unwritten events are spilled, chosen at the first failure
         if self.path is None and self.read_only:
             raise AlarmkitError("read_only=True needs a journal file: Journal('journal.duckdb', read_only=True)")
         self._con = self._connect()
@@ -347,12 +348,44 @@ class Journal:
         return f"a batch of {len(table):,} events could not be written", result[0]
 
     def _kept(self, what: str, cause: Any, way_out: str = "free disk space or pass another --db and run again") -> JournalWriteError:
+        """The error for a failed write, saying only what is true of the events not written: spilled to a
+        file beside the journal (nothing is lost), or kept in this process only (lost when it ends)."""
         n = sum(map(len, self.unwritten))
-        return JournalWriteError(
-            f"journal {self.path or ':memory:'}: {what} ({cause}); earlier batches are in, and nothing is lost: "
-            f"{n:,} events are kept in journal.unwritten ({len(self.unwritten)} batches; journal.unwritten_rows() "
-            f"lists them); {way_out}"
-        )
+        kept = f"{n:,} events are kept in journal.unwritten ({len(self.unwritten)} batches; journal.unwritten_rows() lists them)"
+        where = f"journal {self.path or ':memory:'}: {what} ({cause}); earlier batches are in"
+        if self.path is None:
+            return JournalWriteError(f"{where}; {kept}, in this process only (an in-memory journal has no file "
+                                     f"to spill them to); {way_out}")
+        spilled, failure = self.spill()
+        if spilled is None:
+            return JournalWriteError(f"{where}; {kept}, in this process only: spilling them beside the journal "
+                                     f"failed ({failure}), so they are lost when this process ends; {way_out}")
+        return JournalWriteError(f"{where}, and nothing is lost: {kept} and in {spilled} (`alarmkit journal recover "
+                                 f"{spilled} --db {self.path}` writes them in); {way_out}")
+
+    def spill(self) -> tuple[Path | None, str]:
+        """Write every event in ``unwritten`` to a file beside the journal (one file per Journal,
+        rewritten whole as more batches fail): ``(path, "")``, or ``(None, why)`` when it could not be
+        written. ``alarmkit journal recover PATH --db JOURNAL`` reads it back."""
+        from ._spill import spill_path, write_spill
+
+        if self.path is None:
+            return None, "an in-memory journal has no folder"
+        try:
+            if self._spill is None:
+                self._spill = spill_path(self.path)
+            ids = sorted({r[0] for r in self.unwritten_rows() if r[0] is not None})
+            runs = {}
+            try:
+                for row in self._con.execute("SELECT run_id, scenario, profile, seed, params, faults FROM runs "
+                                             "WHERE run_id IN (SELECT unnest(?::INTEGER[]))", [ids]).fetchall():
+                    runs[row[0]] = dict(zip(("scenario", "profile", "seed", "params", "faults"), row[1:]))
+            except duckdb.Error:
+                pass  # the journal itself may be what failed: the events are spilled without their runs rows
+            write_spill(self._spill, self.path, EVENT_COLUMNS, self.unwritten_rows(), runs)
+        except (OSError, AlarmkitError, ValueError, TypeError) as err:
+            return None, f"{type(err).__name__}: {err}"
+        return self._spill, ""
 
     def unwritten_rows(self) -> list[tuple]:
         """Every event kept in ``unwritten``, as tuples in ``EVENT_COLUMNS`` order (detail as JSON text)."""
