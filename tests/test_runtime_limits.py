@@ -192,7 +192,8 @@ def test_a_row_no_column_can_hold_is_kept_with_its_batch_and_the_error_says_wher
     with pytest.raises(JournalWriteError, match=rf"^journal {tmp_path / 'j.duckdb'}: a batch of {n} events could not be "
                                                 r"converted for DuckDB \(.*\); earlier batches are in, and nothing is lost: "
                                                 rf"{n} events are kept in journal\.unwritten \(1 batches; "
-                                                r"journal\.unwritten_rows\(\) lists them\); a value got past alarmkit's "
+                                                r"journal\.unwritten_rows\(\) lists them\) and in .*j\.duckdb\.unwritten-"
+                                                r"\S+\.jsonl \(`alarmkit journal recover .*`.*\); a value got past alarmkit's "
                                                 r"checks \(sim\.log writes what it is given\): fix where it entered$"):
         sim.flush()
     kept = journal.unwritten_rows()
@@ -210,7 +211,7 @@ def test_a_bad_name_forced_past_the_check_is_kept_unchanged(monkeypatch):
     journal = Journal()
     sim = Simulation(journal=journal)
     sim.call(sim.namespace("NS", Obj).get("\ud800").arm(50))
-    with pytest.raises(JournalWriteError, match=r"could not be converted for DuckDB .*nothing is lost: 3 events are kept"):
+    with pytest.raises(JournalWriteError, match=r"could not be converted for DuckDB .*; 3 events are kept in journal\.unwritten .*in this process only"):
         sim.close()
     assert [r[1:6] for r in journal.unwritten_rows()] == [
         (1, 0, "NS", "\ud800", "construct"), (2, 0, "NS", "\ud800", "call"), (3, 0, "NS", "\ud800", "arm")]
