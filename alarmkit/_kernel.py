@@ -204,13 +204,18 @@ class Kernel:
         Raises ``RunawayError`` past a budget (see the class), with the simulation left as it was.
         """
         start = self.now
+        cap = NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
         if until is None:
-            end = NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
+            end = cap
         else:
             end = time_ms("run(until=...)", until)
             if end < start:
                 raise AlarmkitError(f"time can't go backwards: run(until={until}) at now={start}")
-        self._drive(end)
+        # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
+        # for ever with no limit; a clock with nothing to do before until still jumps straight there
+        self._drive(min(end, cap))
+        if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
+            raise self._past_time_limit(start, until)
         if until is not None:
             self.now = end
         elif self.peek() != _INF:  # stopped at the time limit, not because nothing is left
@@ -289,6 +294,6 @@ class Kernel:
         task = task_of(fn, args)
         return f"task {task.name!r}" if task is not None else getattr(fn, "__qualname__", repr(fn))
 
-    def _past_time_limit(self, start: int) -> RunawayError:
+    def _past_time_limit(self, start: int, until: int | None = None) -> RunawayError:
         t, _, fn, args = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
-        return past_time_limit(self.now, t, self.time_limit_ms, start, self._culprit(fn, args))
+        return past_time_limit(self.now, t, self.time_limit_ms, start, self._culprit(fn, args), until)

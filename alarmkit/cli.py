@@ -15,6 +15,8 @@ from .errors import AlarmkitError, InternalError
 
 __all__ = ["main", "build_parser"]
 
+SHOW_ATTEMPTS = 30  # alarm() attempts `alarmkit run` lists before it elides the middle
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own exit code for usage errors is 2 too
@@ -75,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="params", type=_param, action="append", default=[], metavar="NAME=VALUE",
                      help="override a scenario parameter (JSON value)")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--max-work", type=_count, default=None, metavar="UNITS",
+                     help="cap on the run's estimated work (default 2,000,000 units, about 1 GB); raise it for a bigger run")
     run.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("list", help="name the built-in scenarios")
@@ -208,10 +212,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .scenarios.registry import check_params, run_scenario
 
     params = dict(args.params)
-    check_params(args.scenario, params)  # before the journal file is made
+    check_params(args.scenario, params, args.max_work or None)  # before the journal file is made
     journal = _open_journal(args.db)
     try:
-        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **params)
+        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile,
+                              max_work=args.max_work or None, **params)
     except (TypeError, ValueError, ArithmeticError) as err:
         if not params:
             raise  # the built-in scenario with its own defaults failing is a bug: keep the traceback
@@ -235,8 +240,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _readable(r: dict, db: str | None = None) -> str:
     where = f"run {r['run_id']} in {db}" if r.get("run_id") is not None else "not journaled: --db FILE keeps it"
     lines = [f"{r['scenario']} (profile {r['profile']}, seed {r['seed']}, {where}): {r['events']} events"]
-    for a in r["attempts"]:
-        lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {a['object_id']}")
+    attempts = r["attempts"]
+    shown = attempts if len(attempts) <= SHOW_ATTEMPTS else attempts[:SHOW_ATTEMPTS - 5]
+    for a in shown:
+        lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
+    if len(shown) < len(attempts):  # a run of days prints a screen, not 20,000 lines; --json has them all
+        lines.append(f"  ... {len(attempts) - len(shown) - 5:,} more alarm() attempts (--json lists every one) ...")
+        for a in attempts[-5:]:
+            lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
     if not r["attempts"]:
         lines.append("  alarm() never ran")
     eff = ", ".join(f"{k} x{v}" for k, v in r["effects"].items()) or "none"

@@ -63,6 +63,7 @@ def explore(
     strict: bool = False,
     max_crash_runs: int = MAX_CRASH_RUNS,
     quiet: bool = True,
+    max_work: int | None = None,
 ) -> Exploration:
     """Explore ``scenario`` under faults; see the module docstring.
 
@@ -77,7 +78,8 @@ def explore(
     the workers import to register your own scenarios. ``max_crash_runs``: the cap on crash-point
     runs; a deeper search than it allows stops before it starts, with an estimate. A plan entry that injected
     nothing in any run is a warning (``Exploration.warnings``, in ``report()``); with ``strict``
-    it raises ``PlanNotApplied`` (its ``exploration`` holds the result). Nothing is printed:
+    it raises ``PlanNotApplied`` (its ``exploration`` holds the result). ``max_work``: the cap on each run's
+    estimated work (``scenarios.work``), checked before any run. Nothing is printed:
     ``print(result.report())`` shows every counterexample as a snippet (``quiet`` is ignored).
 
     Ctrl-C cancels the queued runs and raises ``KeyboardInterrupt`` saying what was kept.
@@ -87,7 +89,7 @@ def explore(
     started = time.perf_counter()
     sc = get_scenario(scenario)
     params = dict(params or {})
-    sc.check_params(params)
+    sc.check_params(params, max_work)
     if invariants is not None:
         invariants = list(invariants)
         bad = sorted(set(invariants) - set(INVARIANTS))

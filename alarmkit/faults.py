@@ -134,10 +134,15 @@ class FaultPlan(Faults):
 
     @classmethod
     def from_json(cls, text: str) -> FaultPlan:
+        if not isinstance(text, str):
+            raise FaultPlanError(f"from_json takes JSON text (str), got {type(text).__name__}")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise FaultPlanError(f"fault plan is not valid JSON: {err}") from None
+        except RecursionError:  # "[[[[...": deeper than any plan, and than Python's parser goes
+            raise FaultPlanError("fault plan JSON is nested too deeply to be a plan (a plan is 3 levels deep); "
+                                 "check the file") from None
         return cls.from_dict(data)
 
     def to_toml(self) -> str:

@@ -121,6 +121,12 @@ class Journal:
             raise AlarmkitError(f"batch_size must be a positive int of events, got {batch_size!r}")
         if isinstance(path, str) and not path:  # Path("") would be the current folder
             raise AlarmkitError("the journal path is empty; pass a file path, e.g. --db journal.duckdb")
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise AlarmkitError(f"the journal path is a str or a Path, got {type(path).__name__}; "
+                                "e.g. Journal('journal.duckdb')")
+        if path is not None and "\x00" in str(path):  # DuckDB would cut the name there and make another file
+            raise AlarmkitError(f"journal path {str(path)!r} holds a NUL character, which no file name may; "
+                                "pass another path")
         self.path = None if path in (None, ":memory:") else Path(path)
         self._given = path  # as typed: Path() drops the trailing "/" of a folder
         self.read_only = bool(read_only)

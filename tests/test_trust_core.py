@@ -298,3 +298,106 @@ def test_an_explore_killed_mid_run_leaves_its_folder_and_journal_agreeing_or_mar
     assert progress["journal_run_ids"] == [1, progress["runs"]]  # the listed runs are in the journal
     assert progress["runs"] <= len(run_ids) <= progress["runs"] + 64  # and at most one chunk more
     assert progress["runs"] <= len(table) <= progress["runs"] + 64
+
+
+# -- 4. budgets on every input that sizes work --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario, setting, name", [
+    ("lease-ledger", "horizon_ms=9007199254740992", "horizon_ms"),
+    ("guestbook-root", "entries=1000000000", "entries"),
+    ("guestbook-facet", "entries=1000000000", "entries"),
+    ("keepalive-celld-vs-workerd", "cells=100000000", "cells"),
+    ("prod-set-early-throw-later", "periods=100000000", "periods"),
+    ("prod-rearm-at-now", "ticks=1000000000", "ticks"),
+    ("lease-lab", "leases=1000000000", "leases"),
+])
+def test_a_parameter_that_sizes_work_is_refused_before_the_run_with_its_estimate(tmp_path, scenario, setting, name):
+    db = tmp_path / "j.duckdb"
+    proc = _cli("run", scenario, "--set", setting, "--db", str(db), cwd=tmp_path, timeout=60)
+    _one_error(proc, rf"^alarmkit: error: scenario '{scenario}': {name}=\d+ asks for (about [\d,]+|more than 10\^15) "
+                     rf"work units, above the cap of 2,000,000 .*; lower {name}, or raise the cap: --max-work \d+ "
+                     r"\(max_work= in Python\)$")
+    assert not db.exists()  # refused before the journal was made
+
+
+def test_the_work_cap_can_be_raised_and_every_built_in_default_fits_far_below_it():
+    from alarmkit.scenarios import SCENARIOS, run_scenario
+    from alarmkit.scenarios.work import MAX_WORK, estimate
+
+    assert max(estimate(sc.params) for sc in SCENARIOS.values()) <= MAX_WORK / 100
+    with pytest.raises(AlarmkitError, match=r"'lease-lab': leases=2000 asks for about 2,666,667 work units, above "
+                                            r"the cap of 2,000,000"):
+        run_scenario("lease-lab", leases=2000)
+    with pytest.raises(AlarmkitError, match=r"asks for about 2,667 work units, above the cap of 1,000"):
+        run_scenario("lease-lab", max_work=1_000)
+    assert run_scenario("lease-lab", max_work=3_000, horizon_ms=400_000).sim.now == 400_000
+
+
+def test_run_until_keeps_the_time_budget():
+    from alarmkit import DurableObject, Simulation
+    from alarmkit.errors import RunawayError
+
+    class Loop(DurableObject):  # re-arms a second later for ever
+        async def arm(self, t):
+            await self.ctx.storage.set_alarm(t)
+
+        async def alarm(self, info):
+            await self.ctx.storage.set_alarm(info.scheduled_time + 1_000)
+
+    sim = Simulation(time_limit_ms=10_000)
+    sim.call(sim.namespace("NS", Loop).get("a").arm(1_000))
+    with pytest.raises(RunawayError, match=r"^stopped at virtual time 9,002 ms: the next event, at 10,002 ms, is more "
+                                           r"than time_limit_ms=10,000 after this run started at 0 ms; .*"
+                                           r"run\(until=9,007,199,254,740,992\) asked for more than that"):
+        sim.run(until=2**53)
+    sim.run(until=15_000)  # within the budget of this run(): it goes on
+    assert sim.now == 15_000
+    idle = Simulation(time_limit_ms=10_000)
+    idle.run(until=2**53)  # nothing to do on the way: the clock jumps there at once
+    assert idle.now == 2**53
+
+
+# -- 5. tracebacks: bad values are AlarmkitErrors naming the value; Ctrl-C says what stopped ----------------
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda: __import__("alarmkit").Simulation(faults="always"), r"^faults is a FaultPlan .* got 'always'"),
+    (lambda: __import__("alarmkit").Simulation(journal="j.duckdb"), r"^journal is a Journal or None, got 'j\.duckdb'; open"),
+    (lambda: __import__("alarmkit").Simulation(params=[1]), r"^params is a dict .* got list"),
+    (lambda: __import__("alarmkit.scenarios").scenarios.run_scenario("lease-normal", faults="always"), r"got 'always'"),
+    (lambda: Journal(5), r"^the journal path is a str or a Path, got int"),
+    (lambda: Journal(b"j.duckdb"), r"^the journal path is a str or a Path, got bytes"),
+    (lambda: FaultPlan.from_json("[" * 100_000), r"nested too deeply"),
+])
+def test_public_constructors_refuse_bad_values_by_name(make, said):
+    with pytest.raises(AlarmkitError, match=said):
+        make()
+
+
+def test_a_journal_path_with_nul_is_refused_and_no_other_file_is_made(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AlarmkitError, match=r"holds a NUL character"):
+        Journal("a\x00b.duckdb")
+    assert list(tmp_path.iterdir()) == []  # DuckDB would have made a file named "a"
+
+
+def test_ctrl_c_prints_a_real_one_line_message_and_exits_130(monkeypatch, capsys):
+    from alarmkit import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt  # a bare one, as Python raises it on SIGINT: no text of its own
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    parser._subparsers._group_actions[0].choices["list"].set_defaults(fn=interrupted)
+    assert cli.main(["list"]) == 130
+    err = capsys.readouterr().err
+    assert err == "alarmkit: list interrupted (Ctrl-C); what it finished before is kept, the rest was not done\n"
+
+
+def test_error_lines_carry_no_control_characters(tmp_path):
+    evil = "x\x1b[2J\u202e\nnext.duckdb"
+    proc = _cli("export", "--db", evil, "--run", "1", cwd=tmp_path)
+    line = _one_error(proc, r"^alarmkit: error: ")
+    assert not any(c in line for c in "\x1b\u202e\r") and "\\x1b" in line
