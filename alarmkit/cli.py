@@ -21,7 +21,7 @@ SHOW_ATTEMPTS = 30  # alarm() attempts `alarmkit run` lists before it elides the
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own exit code for usage errors is 2 too
         self.print_usage(sys.stderr)
-        print(f"alarmkit: error: {message}", file=sys.stderr)
+        print(f"alarmkit: error: {one_line(message)}", file=sys.stderr)  # "unrecognized arguments" are shown raw
         raise SystemExit(2)
 
 
