@@ -41,7 +41,7 @@ def is_spill(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
             head = json.loads(f.readline(MAX_LINE))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(head, dict) and head.get("written_by") == HEADER
 
@@ -67,7 +67,7 @@ def read_spill(path: str | os.PathLike) -> tuple[dict, list[list]]:
     with open(p, "rb") as f:
         try:
             head = json.loads(f.readline(MAX_LINE))
-        except ValueError:
+        except (ValueError, RecursionError):
             head = None
         if not isinstance(head, dict) or head.get("written_by") != HEADER or not isinstance(head.get("columns"), list):
             raise AlarmkitError(f"{str(p)!r} is not a spill file alarmkit wrote (its first line is not a spill "
@@ -76,8 +76,9 @@ def read_spill(path: str | os.PathLike) -> tuple[dict, list[list]]:
         for number, line in enumerate(f, start=2):
             try:
                 row = json.loads(line)
-            except ValueError as err:
-                raise AlarmkitError(f"{str(p)!r} line {number} is not JSON ({err}); the file was cut or changed "
+            except (ValueError, RecursionError) as err:
+                why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+                raise AlarmkitError(f"{str(p)!r} line {number} is not JSON ({why}); the file was cut or changed "
                                     "after alarmkit wrote it") from None
             if not isinstance(row, list) or len(row) != width:
                 raise AlarmkitError(f"{str(p)!r} line {number} is not an event of {width} columns; the file was "

@@ -50,6 +50,9 @@ def _param(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"parameters look like name=value, got {text!r}")
     try:
         return key, json.loads(value, parse_constant=_no_constant)  # numbers, lists, true/false; never eval
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"--set {key}: the value is nested too deeply ({len(value):,} characters "
+                                         "of brackets); parameters are numbers, text or flat lists") from None
     except json.JSONDecodeError as err:
         if value[:1] in ("[", "{", '"', "-", ".") or value[:1].isdigit():  # meant as JSON, and broken
             raise argparse.ArgumentTypeError(
@@ -205,7 +208,7 @@ def _print_exploration(result, as_json: bool) -> None:
         if result.out is not None:
             print(f"results: {result.out}")
     for w in result.warnings:
-        print(f"alarmkit: warning: {w}", file=sys.stderr)
+        print(f"alarmkit: warning: {one_line(w)}", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -314,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("alarmkit: interrupted (Ctrl-C) before any command ran; nothing was done", file=sys.stderr)
         return 130
+    out = sys.stdout
+    sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
     try:
         return args.fn(args)
     except InternalError:
@@ -330,6 +335,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:  # the file system said no: a path, a permission, a full disk
         print(f"alarmkit: error: {one_line(_os_error(err))}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = out
+
+
+class _Terminal:
+    """stdout with control characters escaped on the way (newlines and tabs kept): a folder named
+    ``a\x1b[2J`` is printed as text, never as the escape that clears the screen."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write("\n".join("\t".join(one_line(p) for p in line.split("\t"))
+                                            for line in text.split("\n")))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def one_line(text: str) -> str:

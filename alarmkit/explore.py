@@ -336,14 +336,16 @@ def results_table(out: str | Path) -> pd.DataFrame:
     """Read the Parquet files an exploration wrote to ``out`` back as one table (DuckDB)."""
     import duckdb
 
-    pattern = str(Path(out) / "runs-*.parquet")
-    if not any(Path(out).glob("runs-*.parquet")):
+    # the files by name, not a glob pattern: a folder named with "[", "*" or some non-ASCII letters
+    # (U+D7FC) is not found by DuckDB's glob
+    files = sorted(str(p.resolve()) for p in Path(out).glob("runs-*.parquet"))
+    if not files:
         raise AlarmkitError(f"no runs-*.parquet in {str(out)!r}; each exploration writes into its own subfolder "
                             "of out= (its Exploration.out, printed by the CLI as 'results:')")
     _warn_if_partial(Path(out))
     con = duckdb.connect()
     try:
-        return normalize_table(con.execute(f"SELECT * FROM read_parquet({pattern!r}) ORDER BY idx").df())
+        return normalize_table(con.execute("SELECT * FROM read_parquet(?) ORDER BY idx", [files]).df())
     finally:
         con.close()
 
