@@ -23,6 +23,34 @@ settings.register_profile(
 )
 settings.load_profile("hostile")
 
+_started: list[float] = []
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """A hang is a failure, not a stuck CI job: no test of this folder may run longer than 240 s."""
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.timeout(240))
+
+
+def pytest_collection_finish(session):
+    import time
+
+    _started.append(time.monotonic())
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line: the inputs run per command and the time the hostile suite took (the closing note's counts)."""
+    import time
+
+    from harness import COUNTS
+
+    if COUNTS and _started:
+        shown = ", ".join(f"{k}: {v}" for k, v in sorted(COUNTS.items()))
+        terminalreporter.write_line(f"hostile inputs run: {shown}; total {sum(COUNTS.values())} "
+                                    f"in {time.monotonic() - _started[0]:.0f} s")
+
 
 @pytest.fixture(scope="session")
 def journal_with_runs(tmp_path_factory):

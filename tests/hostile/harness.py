@@ -33,6 +33,13 @@ CPU_SECONDS = 120
 FILE_BYTES = 512 * 1024**2
 
 
+COUNTS: dict[str, int] = {}  # inputs run per command (or constructor), for the suite's summary line
+
+
+def count(what: str) -> None:
+    COUNTS[what] = COUNTS.get(what, 0) + 1
+
+
 @dataclass
 class Outcome:
     argv: list[str]
@@ -73,6 +80,7 @@ def _cmdline(pid: int) -> str:
 
 def run_cli(argv: list[str], cwd: Path, timeout: float = 90) -> Outcome:
     """``python -m alarmkit *argv`` in a child under resource limits, in a session of its own."""
+    count(f"{argv[0] if argv else '(none)'} (child)")
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "alarmkit", *argv], cwd=cwd, env=ENV, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limits,
@@ -100,6 +108,7 @@ def run_main(argv: list[str], cwd: Path) -> Outcome:
     """``alarmkit.cli.main(argv)`` in this process, in ``cwd``; SystemExit (argparse) is its exit code."""
     from alarmkit import cli
 
+    count(argv[0] if argv else "(none)")
     out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
     old = os.getcwd()

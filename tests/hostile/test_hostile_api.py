@@ -21,7 +21,10 @@ ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(
                 st.just(object()), st.just(b"bytes"))
 
 
-def _kept_to_alarmkit_errors(make) -> None:
+def _kept_to_alarmkit_errors(make, what: str = "api") -> None:
+    from harness import count
+
+    count(what)
     try:
         make()
     except AlarmkitError as err:
@@ -34,18 +37,18 @@ def _kept_to_alarmkit_errors(make) -> None:
 @given(kw=st.dictionaries(st.sampled_from(["profile", "seed", "journal", "scenario", "params", "faults", "step_limit",
                                            "time_limit_ms", "start_ms", "fire_latency_ms", "bogus"]), ANY, max_size=3))
 def test_simulation_takes_or_refuses_any_value(kw):
-    _kept_to_alarmkit_errors(lambda: Simulation(**kw).close())
+    _kept_to_alarmkit_errors(lambda: Simulation(**kw).close(), "Simulation()")
 
 
 @settings(max_examples=examples(120))
 @given(plan=plan_dict())
 def test_fault_plan_from_dict_json_and_toml_take_or_refuse_any_plan(plan):
-    _kept_to_alarmkit_errors(lambda: FaultPlan.from_dict(plan))
+    _kept_to_alarmkit_errors(lambda: FaultPlan.from_dict(plan), "FaultPlan.from_dict")
     try:
         text_ = json.dumps(plan, allow_nan=True)
     except (ValueError, RecursionError):
         return
-    _kept_to_alarmkit_errors(lambda: FaultPlan.from_json(text_))
+    _kept_to_alarmkit_errors(lambda: FaultPlan.from_json(text_), "FaultPlan.from_json")
     try:
         toml = FaultPlan.from_dict(plan).to_toml()
     except AlarmkitError:
@@ -64,7 +67,7 @@ def test_run_scenario_takes_or_refuses_any_parameter(name, data):
     except (ValueError, RecursionError):
         value = raw
     # max_work keeps an accepted run to about a second: the cap itself is what is under test here
-    _kept_to_alarmkit_errors(lambda: run_scenario(name, seed=1, max_work=20_000, **{key: value}))
+    _kept_to_alarmkit_errors(lambda: run_scenario(name, seed=1, max_work=20_000, **{key: value}), "run_scenario()")
 
 
 @settings(max_examples=examples(40))
@@ -78,7 +81,7 @@ def test_journal_takes_or_refuses_any_path(tmp_path_factory, path, batch):
     os.chdir(folder)
     try:
         kw = {} if batch is None else {"batch_size": batch}
-        _kept_to_alarmkit_errors(lambda: Journal(path, **kw).close())
+        _kept_to_alarmkit_errors(lambda: Journal(path, **kw).close(), "Journal()")
     finally:
         os.chdir(old)
     made = [p.name for p in folder.iterdir()]
