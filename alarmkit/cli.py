@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     notebooks_arguments(nbs)
     nbs.set_defaults(fn=cmd_notebooks)
 
-    from ._spill import add_arguments as journal_arguments, run_command as journal_command
+    from ._recover import add_arguments as journal_arguments, run_command as journal_command
 
     jr = sub.add_parser("journal", help="journal upkeep: `journal recover SPILL --db J` writes spilled events back")
     journal_arguments(jr)

@@ -373,25 +373,9 @@ class Journal:
         """Write every event in ``unwritten`` to a file beside the journal (one file per Journal,
         rewritten whole as more batches fail): ``(path, "")``, or ``(None, why)`` when it could not be
         written. ``alarmkit journal recover PATH --db JOURNAL`` reads it back."""
-        from ._spill import spill_path, write_spill
+        from ._spill import spill_unwritten
 
-        if self.path is None:
-            return None, "an in-memory journal has no folder"
-        try:
-            if self._spill is None:
-                self._spill = spill_path(self.path)
-            ids = sorted({r[0] for r in self.unwritten_rows() if r[0] is not None})
-            runs = {}
-            try:
-                for row in self._con.execute("SELECT run_id, scenario, profile, seed, params, faults FROM runs "
-                                             "WHERE run_id IN (SELECT unnest(?::INTEGER[]))", [ids]).fetchall():
-                    runs[row[0]] = dict(zip(("scenario", "profile", "seed", "params", "faults"), row[1:]))
-            except duckdb.Error:
-                pass  # the journal itself may be what failed: the events are spilled without their runs rows
-            write_spill(self._spill, self.path, EVENT_COLUMNS, self.unwritten_rows(), runs)
-        except (OSError, AlarmkitError, ValueError, TypeError) as err:
-            return None, f"{type(err).__name__}: {err}"
-        return self._spill, ""
+        return spill_unwritten(self, EVENT_COLUMNS)
 
     def unwritten_rows(self) -> list[tuple]:
         """Every event kept in ``unwritten``, as tuples in ``EVENT_COLUMNS`` order (detail as JSON text)."""
