@@ -66,6 +66,9 @@ def check_output(path: str | os.PathLike, *, ours: Recogniser | None, flag: str 
     """
     if str(path) == "":
         raise AlarmkitError(f"{flag} is empty; pass a file path")
+    if str(path).endswith(("/", os.sep)):  # Path("adir/") is Path("adir"): a file named adir would be written
+        raise AlarmkitError(f"{flag} {str(path)!r} ends in '/', so it names a folder; pass a file path, "
+                            f"e.g. {str(path).rstrip('/' + os.sep) + '/report.' + what.split()[-1]!r}")
     out = Path(path)
     if out.is_dir():
         raise AlarmkitError(f"{flag} {str(out)!r} is a folder; pass a file path, e.g. {str(out / ('report.' + what))!r}")

@@ -54,6 +54,9 @@ def output_file(path: str | os.PathLike, flag: str = "--out",
     out = Path(path)
     if str(path) == "":
         raise AlarmkitError(f"{flag} is empty; pass a file path")
+    if str(path).endswith(("/", os.sep)):  # Path("adir/") is Path("adir"): a file named adir would be written
+        raise AlarmkitError(f"{flag} {str(path)!r} ends in '/', so it names a folder; pass a file path, "
+                            f"e.g. {str(path).rstrip('/' + os.sep) + '/' + what + '.html'!r}")
     if out.is_dir():
         raise AlarmkitError(f"{flag} {str(out)!r} is a folder; pass a file path, e.g. {out / 'report.html'}")
     folder = out.parent

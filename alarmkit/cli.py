@@ -15,11 +15,13 @@ from .errors import AlarmkitError, InternalError
 
 __all__ = ["main", "build_parser"]
 
+SHOW_ATTEMPTS = 30  # alarm() attempts `alarmkit run` lists before it elides the middle
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own exit code for usage errors is 2 too
         self.print_usage(sys.stderr)
-        print(f"alarmkit: error: {message}", file=sys.stderr)
+        print(f"alarmkit: error: {one_line(message)}", file=sys.stderr)  # "unrecognized arguments" are shown raw
         raise SystemExit(2)
 
 
@@ -48,6 +50,9 @@ def _param(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"parameters look like name=value, got {text!r}")
     try:
         return key, json.loads(value, parse_constant=_no_constant)  # numbers, lists, true/false; never eval
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"--set {key}: the value is nested too deeply ({len(value):,} characters "
+                                         "of brackets); parameters are numbers, text or flat lists") from None
     except json.JSONDecodeError as err:
         if value[:1] in ("[", "{", '"', "-", ".") or value[:1].isdigit():  # meant as JSON, and broken
             raise argparse.ArgumentTypeError(
@@ -75,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="params", type=_param, action="append", default=[], metavar="NAME=VALUE",
                      help="override a scenario parameter (JSON value)")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--max-work", type=_count, default=None, metavar="UNITS",
+                     help="cap on the run's estimated work (default 2,000,000 units, about 1 GB); raise it for a bigger run")
     run.set_defaults(fn=cmd_run)
 
     ls = sub.add_parser("list", help="name the built-in scenarios")
@@ -151,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     nbs = sub.add_parser("notebooks", help="execute every notebook and export it to HTML, with an index page")
     notebooks_arguments(nbs)
     nbs.set_defaults(fn=cmd_notebooks)
+
+    from .journal.command import add_arguments as journal_arguments, run_command as journal_command
+
+    jr = sub.add_parser("journal", help="journal upkeep: `journal recover SPILL --db J` writes spilled events back")
+    journal_arguments(jr)
+    jr.set_defaults(fn=journal_command)
     return p
 
 
@@ -226,17 +239,18 @@ def _print_exploration(result, as_json: bool) -> None:
         if result.out is not None:
             print(f"results: {result.out}")
     for w in result.warnings:
-        print(f"alarmkit: warning: {w}", file=sys.stderr)
+        print(f"alarmkit: warning: {one_line(w)}", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .scenarios.registry import check_params, run_scenario
 
     params = dict(args.params)
-    check_params(args.scenario, params)  # before the journal file is made
+    check_params(args.scenario, params, args.max_work or None)  # before the journal file is made
     journal = _open_journal(args.db)
     try:
-        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **params)
+        result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile,
+                              max_work=args.max_work or None, **params)
     except (TypeError, ValueError, ArithmeticError) as err:
         if not params:
             raise  # the built-in scenario with its own defaults failing is a bug: keep the traceback
@@ -260,8 +274,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _readable(r: dict, db: str | None = None) -> str:
     where = f"run {r['run_id']} in {db}" if r.get("run_id") is not None else "not journaled: --db FILE keeps it"
     lines = [f"{r['scenario']} (profile {r['profile']}, seed {r['seed']}, {where}): {r['events']} events"]
-    for a in r["attempts"]:
-        lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {a['object_id']}")
+    attempts = r["attempts"]
+    shown = attempts if len(attempts) <= SHOW_ATTEMPTS else attempts[:SHOW_ATTEMPTS - 5]
+    for a in shown:
+        lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
+    if len(shown) < len(attempts):  # a run of days prints a screen, not 20,000 lines; --json has them all
+        lines.append(f"  ... {len(attempts) - len(shown) - 5:,} more alarm() attempts (--json lists every one) ...")
+        for a in attempts[-5:]:
+            lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
     if not r["attempts"]:
         lines.append("  alarm() never ran")
     eff = ", ".join(f"{k} x{v}" for k, v in r["effects"].items()) or "none"
@@ -322,21 +342,56 @@ def _open_journal(path: str | None):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("alarmkit: interrupted (Ctrl-C) before any command ran; nothing was done", file=sys.stderr)
+        return 130
+    out = sys.stdout
+    sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
     try:
         return args.fn(args)
     except InternalError:
         raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
     except AlarmkitError as err:
-        print(f"alarmkit: error: {err}", file=sys.stderr)
+        print(f"alarmkit: error: {one_line(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
-        print(f"alarmkit: {str(err) or 'interrupted'}", file=sys.stderr)  # the exception is truthy even when empty
+        # a bare KeyboardInterrupt() has no text: say what was stopped rather than print "alarmkit: "
+        said = one_line(str(err)) or (f"{args.command} interrupted (Ctrl-C); what it finished before is kept, "
+                                      "the rest was not done")
+        print(f"alarmkit: {said}", file=sys.stderr)
         return 130
     except OSError as err:  # the file system said no: a path, a permission, a full disk
-        print(f"alarmkit: error: {_os_error(err)}", file=sys.stderr)
+        print(f"alarmkit: error: {one_line(_os_error(err))}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = out
+
+
+class _Terminal:
+    """stdout with control characters escaped on the way (newlines and tabs kept): a folder named
+    ``a\x1b[2J`` is printed as text, never as the escape that clears the screen."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write("\n".join("\t".join(one_line(p) for p in line.split("\t"))
+                                            for line in text.split("\n")))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def one_line(text: str) -> str:
+    """``text`` safe for a terminal on one line: control and format characters (escape sequences,
+    newlines, U+202E) shown as ``\\x1b``-style escapes, never sent to the terminal."""
+    import unicodedata
+
+    return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else
+                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") for c in text)
 
 
 def _os_error(err: OSError) -> str:

@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 from ._paths import output_folder
 from .errors import AlarmkitError
 from .journal import Journal
-from .viz.report import export_folder, is_report
+from .viz.report import check_plotly_js, export_folder, is_report
 from .scenarios import list_scenarios, run_scenario
 
 __all__ = ["run_demo"]
@@ -35,6 +35,7 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1, fr
         if target.exists() and not (target.is_file() and is_report(target)):
             raise AlarmkitError(f"{str(target)!r} exists and is not an alarmkit report; the demo replaces only "
                                 "reports it wrote: move it away or pass another --out folder")
+    check_plotly_js(folder)  # a plotly.min.js of the user's is refused now, before any run is journaled
     path = Path(db)
     existed = path.exists()
     results = []

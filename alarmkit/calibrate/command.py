@@ -61,18 +61,9 @@ def install_only() -> int:
 
 
 def _is_calibration(path: Path) -> bool:
-    """A DuckDB file holding a recorded calibration (its ``calibration_meta`` table): replaceable."""
-    import duckdb
+    from .recorded import is_calibration
 
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error:
-        return False
-    try:
-        return bool(con.execute("SELECT count(*) FROM information_schema.tables "
-                                "WHERE table_name = 'calibration_meta'").fetchone()[0])
-    finally:
-        con.close()
+    return is_calibration(path)
 
 
 def _check_journal(db: str) -> None:

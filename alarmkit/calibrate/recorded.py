@@ -17,12 +17,13 @@ from typing import Optional
 
 import duckdb
 
+from .._files import atomic_output
 from ..errors import AlarmkitError
 from ..journal import Journal
 from .calibration import Calibration, load_tables, save
 from .workerd import DEFAULT_VERSION
 
-__all__ = ["DATA_DIR", "reference", "reference_path", "write_reference", "fidelity_path", "fidelity_reference"]
+__all__ = ["DATA_DIR", "is_calibration", "reference", "reference_path", "write_reference", "fidelity_path", "fidelity_reference"]
 
 BLOCK_SIZE = 16_384
 
@@ -106,18 +107,32 @@ def write_reference(cal: Calibration, path: Optional[str | Path] = None) -> Path
         save(cal, j)
         j.close()
         # DuckDB's default 256 KB blocks would make this ~100 KB of data a 2 MB file
-        small = Path(tmp) / f"small-{out.name}"
-        con = duckdb.connect()
-        try:
-            con.execute(f"ATTACH '{_sql_str(staged)}' AS src (READ_ONLY)")
-            con.execute(f"ATTACH '{_sql_str(small)}' AS dst (BLOCK_SIZE {BLOCK_SIZE})")
-            con.execute("COPY FROM DATABASE src TO dst")
-            con.execute("DETACH dst")
-        finally:
-            con.close()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(small, out)
+        if path is None:
+            out.parent.mkdir(parents=True, exist_ok=True)  # the package's own data folder
+        with atomic_output(out, ours=is_calibration, flag="--record-reference", what="calibration",
+                           as_path=True) as small:
+            con = duckdb.connect()
+            try:
+                con.execute(f"ATTACH '{_sql_str(staged)}' AS src (READ_ONLY)")
+                con.execute(f"ATTACH '{_sql_str(small)}' AS dst (BLOCK_SIZE {BLOCK_SIZE})")
+                con.execute("COPY FROM DATABASE src TO dst")
+                con.execute("DETACH dst")
+            finally:
+                con.close()
     return out
+
+
+def is_calibration(path: Path) -> bool:
+    """A DuckDB file holding a recorded calibration (its ``calibration_meta`` table): replaceable."""
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        return bool(con.execute("SELECT count(*) FROM information_schema.tables "
+                                "WHERE table_name = 'calibration_meta'").fetchone()[0])
+    finally:
+        con.close()
 
 
 def _sql_str(p: Path) -> str:

@@ -187,9 +187,10 @@ def details_figure(cal: "Calibration") -> go.Figure:
 
 def write_html(cal: "Calibration", path: str | Path) -> Path:
     """One self-contained page: the verdict table, the timing bands, and one overlay per probe."""
-    out = Path(path)
-    if not out.parent.exists():
-        raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
+    from .._files import check_output, write_text
+    from ..viz.report import is_report
+
+    out = check_output(path, ours=is_report, what="report")  # before the figures are drawn
     figures = [band_figure(cal), details_figure(cal)]
     rows = _rows(cal)
     for n in cal.verdicts:
@@ -199,5 +200,5 @@ def write_html(cal: "Calibration", path: str | Path) -> Path:
         except AlarmkitError:
             continue  # a probe that failed on one side has no runs to draw; its row says why
         rows.append((f"{n}: real vs simulated", "\n".join(d.summary().splitlines()[:2]), d.first_divergence is not None))
-    out.write_text(report_html(figures, f"alarmkit calibration · workerd {cal.version}", rows), encoding="utf-8")
-    return out
+    return write_text(out, report_html(figures, f"alarmkit calibration · workerd {cal.version}", rows),
+                      ours=is_report, what="report")

@@ -205,9 +205,14 @@ class WorkerdProcess:
 
     # ---- lifecycle -------------------------------------------------------------------------
     def _write_config(self) -> Path:
-        shutil.copyfile(TWIN_DIR / "worker.js", self.workdir / "worker.js")
+        from .._files import write_bytes, write_text
+
+        # both files are alarmkit's own, in its work folder: a restart replaces them
+        ours = lambda p: True  # noqa: E731
+        write_bytes(self.workdir / "worker.js", (TWIN_DIR / "worker.js").read_bytes(), ours=ours, flag="workdir")
         cfg = self.workdir / "config.capnp"
-        cfg.write_text(render_config(self.port, self.storage_dir, self.compat_date, self.compat_flags))
+        write_text(cfg, render_config(self.port, self.storage_dir, self.compat_date, self.compat_flags), ours=ours,
+                   flag="workdir")
         return cfg
 
     def start(self) -> "WorkerdProcess":

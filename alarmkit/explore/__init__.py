@@ -33,7 +33,7 @@ from ._findings import Counterexample, Exploration, plan_warnings
 from ._shrink import shrink, snippet
 from ._sink import Sink
 from ._space import FaultSpace
-from ._sweep import InProcess, SweepRun, normalize_table, resolve_executor, run_one, run_specs, write_rows
+from ._sweep import InProcess, SweepRun, normalize_table, resolve_executor, run_one, run_specs
 
 __all__ = ["explore", "Exploration", "Counterexample", "FaultSpace", "results_table", "shrink", "snippet",
            "MAX_CRASH_RUNS"]
@@ -63,6 +63,7 @@ def explore(
     strict: bool = False,
     max_crash_runs: int = MAX_CRASH_RUNS,
     quiet: bool = True,
+    max_work: int | None = None,
 ) -> Exploration:
     """Explore ``scenario`` under faults; see the module docstring.
 
@@ -77,7 +78,8 @@ def explore(
     the workers import to register your own scenarios. ``max_crash_runs``: the cap on crash-point
     runs; a deeper search than it allows stops before it starts, with an estimate. A plan entry that injected
     nothing in any run is a warning (``Exploration.warnings``, in ``report()``); with ``strict``
-    it raises ``PlanNotApplied`` (its ``exploration`` holds the result). Nothing is printed:
+    it raises ``PlanNotApplied`` (its ``exploration`` holds the result). ``max_work``: the cap on each run's
+    estimated work (``scenarios.work``), checked before any run. Nothing is printed:
     ``print(result.report())`` shows every counterexample as a snippet (``quiet`` is ignored).
 
     Ctrl-C cancels the queued runs and raises ``KeyboardInterrupt`` saying what was kept.
@@ -87,7 +89,7 @@ def explore(
     started = time.perf_counter()
     sc = get_scenario(scenario)
     params = dict(params or {})
-    sc.check_params(params)
+    sc.check_params(params, max_work)
     if invariants is not None:
         invariants = list(invariants)
         bad = sorted(set(invariants) - set(INVARIANTS))
@@ -111,9 +113,7 @@ def explore(
         # the fault-free run (under the base plan): what exists to break
         first = run_one(ctx, {"idx": 0, "key": "baseline", "kind": "baseline", "depth": 0, "seed": 0,
                               "plan": base.to_dict(), "want_points": True})
-        if sink.out is not None:
-            write_rows(sink.out / "runs-00-baseline.parquet", [first.row])
-        sink.add([first])
+        sink.add([first], "runs-00-baseline")
         domain = first.domain
         specs: list[dict] = []
         seen: set[frozenset] = set()
@@ -129,14 +129,17 @@ def explore(
         results = [first] + _waves(ctx, specs, pool, width, progress, base, tasks, depth, seen, max_crash_runs,
                                    sink.add)
     except KeyboardInterrupt:
+        sink.close("interrupted")
         raise KeyboardInterrupt(f"explore {scenario} interrupted: {sink.kept()}") from None
-    finally:
-        sink.close()
+    except BaseException:
+        sink.close("failed")
+        raise
+    sink.close("complete")
     results.sort(key=lambda r: r.row["idx"])
     table = _table(results, sink.run_ids, sink.out)
     counterexamples = _counterexamples(ctx, results, shrink_budget, max_counterexamples)
     found = Exploration(scenario, table, counterexamples, _duplicates(results), time.perf_counter() - started,
-                        sink.out, plan_warnings(base, table))
+                        sink.out, plan_warnings(base, table), tuple(invariants) if invariants is not None else None)
     if strict and found.warnings:
         raise PlanNotApplied(f"{found.warnings[0]} (strict: a plan entry that never applied is an error; "
                              "fix the plan, or drop --strict to see it as a warning)", found)
@@ -333,17 +336,32 @@ def results_table(out: str | Path) -> pd.DataFrame:
     """Read the Parquet files an exploration wrote to ``out`` back as one table (DuckDB)."""
     import duckdb
 
-    pattern = str(Path(out) / "runs-*.parquet")
-    if not any(Path(out).glob("runs-*.parquet")):
+    # the files by name, not a glob pattern: a folder named with "[", "*" or some non-ASCII letters
+    # (U+D7FC) is not found by DuckDB's glob
+    files = sorted(str(p.resolve()) for p in Path(out).glob("runs-*.parquet"))
+    if not files:
         raise AlarmkitError(f"no runs-*.parquet in {str(out)!r}; each exploration writes into its own subfolder "
                             "of out= (its Exploration.out, printed by the CLI as 'results:')")
+    _warn_if_partial(Path(out))
     con = duckdb.connect()
     try:
-        return normalize_table(con.execute(f"SELECT * FROM read_parquet({pattern!r}) ORDER BY idx").df())
+        return normalize_table(con.execute("SELECT * FROM read_parquet(?) ORDER BY idx", [files]).df())
     finally:
         con.close()
 
 
+def _warn_if_partial(out: Path) -> None:
+    """An exploration that did not finish says so (its folder's progress.json), with what it holds."""
+    import json
+    import warnings
+
+    try:
+        progress = json.loads((out / "progress.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # a folder from before progress.json: nothing to say either way
+    if isinstance(progress, dict) and progress.get("state") != "complete":
+        warnings.warn(f"{str(out)!r}: this exploration is {progress.get('state')!r}, not complete: "
+                      f"{progress.get('runs')} runs kept; {progress.get('note')}", RuntimeWarning, stacklevel=3)
 
 from .._public import publish as _publish  # noqa: E402
 

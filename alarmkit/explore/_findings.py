@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._replay import Comparison
     from ..scenarios import RunResult
 
-__all__ = ["Counterexample", "Exploration", "plan_warnings"]
+__all__ = ["Checked", "Counterexample", "Exploration", "plan_warnings"]
 
 
 @dataclass
@@ -73,6 +73,52 @@ class Counterexample:
         return f"{self.invariant} on {self.object}: {self.message}\n{self.snippet()}"
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What an exploration really checked, counted from its table: the invariants checked, the runs,
+    how many of them raised, and the faults that were applied (injected, not just planned). Every
+    all-clear sentence is made here, from these counts, so it never says more than was done."""
+
+    invariants: tuple[str, ...]
+    runs: int
+    runs_raised: int
+    faults_applied: int
+    runs_with_faults: int
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, invariants: tuple[str, ...]) -> Checked:
+        injected = table["faults_injected"].astype("int64") if len(table) else pd.Series([], dtype="int64")
+        return cls(tuple(invariants), int(len(table)), int((table["error"] != "").sum()) if len(table) else 0,
+                   int(injected.sum()), int((injected > 0).sum()))
+
+    def counts(self) -> str:
+        """``7 invariants checked over 20 runs, 14 faults applied (in 12 runs)``."""
+        faults = (f"{_n(self.faults_applied, 'fault')} applied (in {_n(self.runs_with_faults, 'run')})"
+                  if self.faults_applied else "no fault applied in any run")
+        return f"{_n(len(self.invariants), 'invariant')} checked over {_n(self.runs, 'run')}, {faults}"
+
+    def all_clear(self, warned: bool) -> str:
+        """The sentence for an exploration with no counterexample, saying what it rests on."""
+        if self.runs == 0 or not self.invariants:
+            return f"nothing was checked ({self.counts()})"
+        if self.faults_applied == 0:
+            return (f"{self.counts()}: no violation found, but this says nothing about faults (ask for random "
+                    "runs with --seeds N, or crash points with --crash-points all)")
+        under = "under the faults that applied (see the warning)" if warned else "under these faults"
+        said = f"no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, {under}: {self.counts()}"
+        if self.runs_raised:
+            said += f"; {_n(self.runs_raised, 'run')} raised out of the scenario and were checked only up to there"
+        return said
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"invariants": list(self.invariants), "runs": self.runs, "runs_raised": self.runs_raised,
+                "faults_applied": self.faults_applied, "runs_with_faults": self.runs_with_faults}
+
+
 @dataclass
 class Exploration:
     """What ``explore`` found: ``table`` (one row per run), ``counterexamples``, ``duplicates``, and
@@ -85,6 +131,15 @@ class Exploration:
     wall_s: float
     out: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    invariants: tuple[str, ...] | None = None  # the invariants each run was checked against (None: all)
+    missing: str = ""  # set when the run was cut short: which runs are not in the table, journal or folder
+
+    @property
+    def checked(self) -> Checked:
+        """What was checked: invariants, runs, faults applied (the counts behind every sentence)."""
+        from ..journal.invariants import INVARIANTS
+
+        return Checked.of(self.table, tuple(self.invariants if self.invariants is not None else INVARIANTS))
 
     @property
     def ok(self) -> bool:
@@ -105,8 +160,9 @@ class Exploration:
                  f"{int(t['stuck'].gt(0).sum())} with stuck work"]
         lines += [f"warning: {w}" for w in self.warnings]
         if not self.counterexamples:
-            under = "under the faults that applied (see the warning)" if self.warnings else "under these faults"
-            lines.append(f"no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, {under}")
+            lines.append(self.checked.all_clear(bool(self.warnings)))
+        else:
+            lines.append(f"checked: {self.checked.counts()}")
         for cx in self.counterexamples:
             lines += ["", f"{cx.invariant} on {cx.object} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
                       f"  {cx.message}"]
@@ -136,6 +192,7 @@ class Exploration:
             "runs": int(len(t)),
             "runs_with_violations": int((t["violations"] > 0).sum()),
             "runs_with_stuck_work": int(t["stuck"].gt(0).sum()),
+            "checked": self.checked.to_dict(),
             "violations": [cx.to_dict() for cx in self.counterexamples],
             "warnings": list(self.warnings),
             "errors": [{"key": k, "error": e} for k, e in zip(t["key"], t["error"]) if e][:20],

@@ -125,16 +125,14 @@ def _domain(rows: list[EventRow], points: list[tuple], summary: dict, end: int) 
 
 
 def run_chunk(job: dict) -> list[SweepRun]:
-    """The worker: run a chunk of specs; write their rows to ``<out>/<name>.parquet`` if asked."""
+    """The worker: run a chunk of specs. (Their rows are written to Parquet by the caller's sink, in
+    chunk order, after the journal: the folder and the journal then hold the same runs.)"""
     import alarmkit.scenarios  # noqa: F401  (registers the built-in scenarios in a fresh worker)
 
     ctx = job["ctx"]
     for module in ctx.get("modules", ()):
         importlib.import_module(module)
-    results = [run_one(ctx, spec) for spec in job["specs"]]
-    if ctx.get("out"):
-        write_rows(Path(ctx["out"]) / f"{job['name']}.parquet", [r.row for r in results])
-    return results
+    return [run_one(ctx, spec) for spec in job["specs"]]
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -144,9 +142,11 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     types = {"int64": pa.int64(), "Int64": pa.int64(), "object": pa.string()}
     schema = pa.schema([(c, types[t]) for c, t in TABLE_COLUMNS.items()])
     table = pa.Table.from_pylist([{c: r.get(c) for c in TABLE_COLUMNS} for r in rows], schema=schema)
-    tmp = path.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)  # a reader never sees half a file
+    from .._files import atomic_output
+
+    # each chunk's file has a name of its own in the exploration's own new folder: never replaced
+    with atomic_output(path, ours=None, what="Parquet file", as_path=True) as tmp:
+        pq.write_table(table, tmp)
 
 
 def normalize_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -200,10 +200,12 @@ def resolve_executor(executor: Any, workers: int | None) -> tuple[Any, int]:
 
 
 def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress: bool, wave: int,
-              on_done: Callable[[list[SweepRun]], None] = lambda results: None) -> list[SweepRun]:
+              on_done: Callable[[list[SweepRun], str], None] = lambda results, name: None) -> list[SweepRun]:
     """Run ``specs`` on ``executor`` in chunks; results in no particular order. ``on_done`` gets
-    each chunk's results as it finishes. On Ctrl-C (or any error) the chunks not started are
-    cancelled, and a local pool's workers are stopped, before the exception goes on."""
+    each chunk's results and name in chunk order (the order of ``specs``), whatever order the
+    workers finish in: so journal run ids follow the specs, the same for any worker count. On Ctrl-C
+    (or any error) the chunks not started are cancelled, and a local pool's workers are stopped,
+    before the exception goes on."""
     from tqdm.auto import tqdm
 
     if not specs:
@@ -217,17 +219,22 @@ def run_specs(ctx: dict, specs: list[dict], executor: Any, width: int, progress:
         if isinstance(executor, InProcess):
             for job in jobs:
                 done = run_chunk(job)
-                on_done(done)
+                on_done(done, job["name"])
                 out += done
                 bar.update(len(job["specs"]))
             return out
-        futures = {executor.submit(run_chunk, job): job for job in jobs}
+        futures = {executor.submit(run_chunk, job): i for i, job in enumerate(jobs)}
+        finished: dict[int, list[SweepRun]] = {}  # chunks done ahead of an earlier one still running
+        released = 0
         try:
             for fut in as_completed(futures):
-                done = fut.result()
-                on_done(done)
-                out += done
-                bar.update(len(futures[fut]["specs"]))
+                finished[futures[fut]] = fut.result()
+                bar.update(len(jobs[futures[fut]]["specs"]))
+                while released in finished:  # hand chunks on in order: run ids follow the specs
+                    done = finished.pop(released)
+                    on_done(done, jobs[released]["name"])
+                    out += done
+                    released += 1
         except BrokenProcessPool as err:
             _stop(executor, futures)
             raise AlarmkitError(

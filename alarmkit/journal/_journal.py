@@ -43,7 +43,14 @@ class Journal:
             raise AlarmkitError(f"batch_size must be a positive int of events, got {batch_size!r}")
         if isinstance(path, str) and not path:  # Path("") would be the current folder
             raise AlarmkitError("the journal path is empty; pass a file path, e.g. --db journal.duckdb")
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise AlarmkitError(f"the journal path is a str or a Path, got {type(path).__name__}; "
+                                "e.g. Journal('journal.duckdb')")
+        if path is not None and "\x00" in str(path):  # DuckDB would cut the name there and make another file
+            raise AlarmkitError(f"journal path {str(path)!r} holds a NUL character, which no file name may; "
+                                "pass another path")
         self.path = None if path in (None, ":memory:") else Path(path)
+        self._given = path  # as typed: Path() drops the trailing "/" of a folder
         self.read_only = bool(read_only)
         self.batch_size = batch_size
         self._pending: tuple[threading.Thread, pa.Table, list] | None = None  # the batch being inserted
@@ -51,6 +58,7 @@ class Journal:
         # could not even become Arrow, its rows in EVENT_COLUMNS order (unwritten_rows() reads both)
         self.unwritten: list[pa.Table | list[tuple]] = []
         self._wcon: duckdb.DuckDBPyConnection | None = None  # the writer thread's cursor
+        self._spill: Path | None = None  # where unwritten events are spilled, chosen at the first failure
         if self.path is None and self.read_only:
             raise AlarmkitError("read_only=True needs a journal file: Journal('journal.duckdb', read_only=True)")
         self._con = self._connect()
@@ -80,6 +88,10 @@ class Journal:
                                 f"or `alarmkit run SCENARIO --db {p}`")
         if not p.exists() and not p.parent.is_dir():
             raise AlarmkitError(f"folder {str(p.parent)!r} does not exist; create it or pass another --db path")
+        if not p.exists() and not self.read_only:
+            from ._files import check_output
+
+            check_output(self._given, ours=None, flag="--db", what="journal")  # "j/" names a folder; a read-only folder
         try:
             return duckdb.connect(str(p), read_only=self.read_only)
         except duckdb.IOException as err:
@@ -297,12 +309,28 @@ class Journal:
         return f"a batch of {len(table):,} events could not be written", result[0]
 
     def _kept(self, what: str, cause: Any, way_out: str = "free disk space or pass another --db and run again") -> JournalWriteError:
+        """The error for a failed write, saying only what is true of the events not written: spilled to a
+        file beside the journal (nothing is lost), or kept in this process only (lost when it ends)."""
         n = sum(map(len, self.unwritten))
-        return JournalWriteError(
-            f"journal {self.path or ':memory:'}: {what} ({cause}); earlier batches are in, and nothing is lost: "
-            f"{n:,} events are kept in journal.unwritten ({len(self.unwritten)} batches; journal.unwritten_rows() "
-            f"lists them); {way_out}"
-        )
+        kept = f"{n:,} events are kept in journal.unwritten ({len(self.unwritten)} batches; journal.unwritten_rows() lists them)"
+        where = f"journal {self.path or ':memory:'}: {what} ({cause}); earlier batches are in"
+        if self.path is None:
+            return JournalWriteError(f"{where}; {kept}, in this process only (an in-memory journal has no file "
+                                     f"to spill them to); {way_out}")
+        spilled, failure = self.spill()
+        if spilled is None:
+            return JournalWriteError(f"{where}; {kept}, in this process only: spilling them beside the journal "
+                                     f"failed ({failure}), so they are lost when this process ends; {way_out}")
+        return JournalWriteError(f"{where}, and nothing is lost: {kept} and in {spilled} (`alarmkit journal recover "
+                                 f"{spilled} --db {self.path}` writes them in); {way_out}")
+
+    def spill(self) -> tuple[Path | None, str]:
+        """Write every event in ``unwritten`` to a file beside the journal (one file per Journal,
+        rewritten whole as more batches fail): ``(path, "")``, or ``(None, why)`` when it could not be
+        written. ``alarmkit journal recover PATH --db JOURNAL`` reads it back."""
+        from ._spill import spill_unwritten
+
+        return spill_unwritten(self, EVENT_COLUMNS)
 
     def unwritten_rows(self) -> list[tuple]:
         """Every event kept in ``unwritten``, as tuples in ``EVENT_COLUMNS`` order (detail as JSON text)."""

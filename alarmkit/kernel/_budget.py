@@ -3,7 +3,8 @@
 Two budgets bound every run: at most ``step_limit`` kernel steps while the virtual clock stands
 still (a loop of awaits that never lets time pass, an RPC that calls itself), and, for a run not
 told ``until``/``limit``, at most ``time_limit_ms`` of virtual time (a retry loop that never ends).
-A run told ``until`` ends by then, and each instant on the way is bounded by the step budget.
+A run told ``until`` ends by then, and is bounded by both budgets too: past ``time_limit_ms`` with
+work still due before ``until`` it stops the same way (only an idle clock jumps further at once).
 Past either, ``RunawayError`` names the object and the task and leaves the simulation as it was.
 
 The 24 built-in scenarios take at most 18 steps at one virtual instant (``prod-rearm-at-now``: two
@@ -45,12 +46,15 @@ def over_step_limit(now: int, limit: int, culprit: str) -> RunawayError:
     )
 
 
-def past_time_limit(now: int, t: int, limit: int, start: int, culprit: str) -> RunawayError:
+def past_time_limit(now: int, t: int, limit: int, start: int, culprit: str, until: int | None = None) -> RunawayError:
+    way = "" if until is None else f"run(until={until:,}) asked for more than that; "
     return RunawayError(
         f"stopped at virtual time {now:,} ms: the next event, at {t:,} ms, is more than time_limit_ms="
         f"{limit:,}{f' ({limit / 86_400_000:g} days)' if limit >= 86_400_000 else ''} after this run started at {start:,} ms; next: {culprit} "
-        "(work that never ends, such as a retry loop?); pass until= (or limit= to call) to run that far, "
-        "or raise the limit: Simulation(time_limit_ms=...) or sim.time_limit_ms = None for no limit"
+        f"(work that never ends, such as a retry loop?); {way}"
+        + ("pass until= (or limit= to call) to run less far, " if until is not None else
+           "pass until= (or limit= to call) to run that far, ")
+        + "or raise the limit: Simulation(time_limit_ms=...) or sim.time_limit_ms = None for no limit"
     )
 
 

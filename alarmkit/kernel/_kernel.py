@@ -251,16 +251,21 @@ class Kernel:
         Raises ``RunawayError`` past a budget (see the class), with the simulation left as it was.
         """
         start = self.now
+        cap = NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
         if until is None:
-            end = NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
+            end = cap
         else:
             end = time_ms("run(until=...)", until)
             if end < start:
                 raise AlarmkitError(f"time can't go backwards: run(until={until}) at now={start}")
+        # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
+        # for ever with no limit; a clock with nothing to do before until still jumps straight there
         self._steps = 0
-        step = self.step
-        while step(end):
+        step, stop = self.step, min(end, cap)
+        while step(stop):
             pass
+        if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
+            raise self._past_time_limit(start, until)
         if until is not None:
             self.now = end
         elif self.peek() != _INF:  # stopped at the time limit, not because nothing is left
@@ -304,7 +309,7 @@ class Kernel:
         task = task_of(fn, args)
         return f"task {task.name!r}" if task is not None else getattr(fn, "__qualname__", repr(fn))
 
-    def _past_time_limit(self, start: int) -> RunawayError:
+    def _past_time_limit(self, start: int, until: int | None = None) -> RunawayError:
         key = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
         t, (fn, args) = key >> _SHIFT, self._timers[key]
-        return past_time_limit(self.now, t, self.time_limit_ms, start, self._culprit(fn, args))
+        return past_time_limit(self.now, t, self.time_limit_ms, start, self._culprit(fn, args), until)

@@ -93,9 +93,9 @@ def export_comparison(journal: Any, real_run: int, sim_run: int, path: str | Pat
     diffs = differences(real, sim, tolerance_ms=tolerance_ms)
     rows = [("real", labels[0], False), ("simulated", labels[1], False), ("aligned on", "each run's first request", False),
             ("differences", "\n".join(diffs) if diffs else f"none (alarm() times within {tolerance_ms} ms)", bool(diffs))]
-    out = Path(path)
-    if not out.parent.exists():
-        raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another path")
-    out.write_text(report_html([compare_real(real, sim, labels)], "real vs simulated", rows,
-                               clock="time since each run's first request"), encoding="utf-8")
-    return out
+    from .._files import write_text
+    from ..viz.report import is_report
+
+    return write_text(path, report_html([compare_real(real, sim, labels)], "real vs simulated", rows,
+                                        clock="time since each run's first request"),
+                      ours=is_report, what="report", reading=(journal.path,) if getattr(journal, "path", None) else ())

@@ -5,6 +5,7 @@ into objects, RPC stubs and namespaces. Objects themselves live in ``_host.Host`
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import warnings
 from collections import deque
@@ -58,6 +59,7 @@ class Simulation(AlarmDelivery):
         ``start_ms`` is the clock's first reading, in 0..2**53: 0 (the default), or a real epoch such as
         ``1_767_225_600_000`` so ``Date.now()``-style values look real; the journal then opens with a
         ``clock_start`` event that figures subtract, so they show time since the start either way."""
+        _check_arguments(journal, faults, params)  # before anything is made: a bad one changes nothing
         prof = get_profile(profile)
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
         self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
@@ -330,3 +332,18 @@ class Simulation(AlarmDelivery):
 
     def __exit__(self, *exc: Any) -> None:
         self.close(complete=exc[0] is None)
+
+
+def _check_arguments(journal: Any, faults: Any, params: Any) -> None:
+    """``Simulation``'s objects of the wrong kind, refused by name (not an AttributeError deep inside)."""
+    if journal is not None and not (hasattr(journal, "start_run") and hasattr(journal, "batch_size")):
+        shown = repr(journal) if isinstance(journal, (str, bytes, os.PathLike)) else type(journal).__name__
+        raise AlarmkitError(f"journal is a Journal or None, got {shown[:80]}; open the file first: "
+                            "Simulation(journal=Journal('journal.duckdb'))")
+    if faults is not None and not isinstance(faults, Faults):
+        shown = repr(faults) if isinstance(faults, (str, int, float)) else type(faults).__name__
+        raise AlarmkitError(f"faults is a FaultPlan (or another Faults object) or None, got {shown[:80]}; "
+                            "e.g. Simulation(faults=FaultPlan(handler_throws=[1])), or FaultPlan.from_dict(d) for a dict")
+    if params is not None and not isinstance(params, dict):
+        raise AlarmkitError(f"params is a dict of the scenario's parameters (journaled with the run) or None, "
+                            f"got {type(params).__name__}")

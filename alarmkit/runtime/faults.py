@@ -131,10 +131,15 @@ class FaultPlan(Faults):
 
     @classmethod
     def from_json(cls, text: str) -> FaultPlan:
+        if not isinstance(text, str):
+            raise FaultPlanError(f"from_json takes JSON text (str), got {type(text).__name__}")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise FaultPlanError(f"fault plan is not valid JSON: {err}") from None
+        except RecursionError:  # "[[[[...": deeper than any plan, and than Python's parser goes
+            raise FaultPlanError("fault plan JSON is nested too deeply to be a plan (a plan is 3 levels deep); "
+                                 "check the file") from None
         return cls.from_dict(data)
 
     def to_toml(self) -> str:
@@ -179,11 +184,16 @@ class FaultPlan(Faults):
             raise FaultPlanError(f"{p.name}: {err}") from None
 
     def save(self, path: str | Path) -> Path:
+        """Write the plan as ``.json`` or ``.toml``. An existing file is replaced only when alarmkit saved
+        it (a TOML file with alarmkit's first line, a JSON file in the exact form ``save`` writes);
+        anything else raises ``AlarmkitError`` and is left as it was."""
         p = Path(path)
         if p.suffix not in (".json", ".toml"):
             raise FaultPlanError(f"fault plan file {str(p)!r} must end in .json or .toml")
-        p.write_text(self.to_json() + "\n" if p.suffix == ".json" else self.to_toml(), encoding="utf-8")
-        return p
+        from .._files import write_text
+
+        text = self.to_json() + "\n" if p.suffix == ".json" else _TOML_TAG + self.to_toml()
+        return write_text(p, text, ours=_is_saved_plan, flag="path", what="fault plan")
 
     def to_python(self) -> str:
         """A Python literal that builds this plan: ``FaultPlan(handler_throws=[1, 2])``."""
@@ -380,6 +390,25 @@ def _index(values: Any) -> dict[Any, tuple[int, ...]]:
 
 def _usual_max(latency: Latency) -> int:
     return latency.ms if latency.kind == "fixed" else latency.hi
+
+
+# The first line of a TOML plan ``FaultPlan.save`` wrote: a later save may replace that file.
+_TOML_TAG = "# fault plan saved by alarmkit (FaultPlan.save)\n"
+
+
+def _is_saved_plan(path: Path) -> bool:
+    """A plan file ``save`` wrote: TOML with its tag; JSON exactly as ``to_json`` writes it (a hand-written
+    plan is never in that one form, and is kept)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if str(path).endswith(".toml"):
+        return text.startswith(_TOML_TAG)
+    try:
+        return text == FaultPlan.from_json(text).to_json() + "\n"
+    except Exception:  # noqa: BLE001 - anything that does not parse is not ours
+        return False
 
 
 from .._public import publish as _publish  # noqa: E402

@@ -32,9 +32,13 @@ class Scenario:
     params: dict[str, Any] = field(default_factory=dict)
     faults: dict[str, Any] | None = None  # the fault plan a run gets when run_scenario is given none
 
-    def check_params(self, params: dict[str, Any]) -> None:
+    def check_params(self, params: dict[str, Any], max_work: int | None = None) -> None:
         """Refuse parameters this scenario does not take, or shaped unlike their defaults (a list of
-        ints for ``ttls``...; numbers in 0..2**53, valid text): ScenarioError naming the first."""
+        ints for ``ttls``...; numbers in 0..2**53, valid text): ScenarioError naming the first. Then
+        refuse a run whose estimated work (``scenarios.work``) is past ``max_work`` (default 2 million
+        units), naming the parameter, the estimate and the option to raise the cap."""
+        from .work import check_work
+
         name = self.name
         unknown = sorted(set(params) - set(self.params))
         if unknown:
@@ -47,6 +51,7 @@ class Scenario:
                 given = json.dumps(value, default=repr)
                 raise ScenarioError(f"scenario {name!r}: {key}={_short(given)} does not fit: parameter {key} takes "
                                     f"{shape}{bounds} (default {_short(default)})")
+        check_work(name, self.params, params, max_work)
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -140,13 +145,15 @@ def run_scenario(
     journal: Any = None,
     profile: str | None = None,
     faults: Any = None,
+    max_work: int | None = None,
     **params: Any,
 ) -> RunResult:
     """Run a named scenario; a ``RunResult`` (attempts, effects, event count, obligations, its summary).
-    Without ``faults``, a scenario registered with a default plan runs under a fresh copy of it."""
+    Without ``faults``, a scenario registered with a default plan runs under a fresh copy of it.
+    ``max_work`` caps the run's estimated work (``scenarios.work``; default 2 million units, about 1 GB)."""
     from ..runtime import Simulation
 
-    sc = check_params(name, params)
+    sc = check_params(name, params, max_work)
     if faults is None and sc.faults is not None:
         from ..runtime.faults import FaultPlan
 
@@ -234,10 +241,10 @@ def _split(inner: str) -> list[str]:
     return out
 
 
-def check_params(name: str, params: dict[str, Any]) -> Scenario:
+def check_params(name: str, params: dict[str, Any], max_work: int | None = None) -> Scenario:
     """The scenario ``name``, once ``params`` pass its ``check_params`` (ScenarioError otherwise)."""
     sc = get_scenario(name)
-    sc.check_params(params)
+    sc.check_params(params, max_work)
     return sc
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .._files import write_bytes, write_text
 from ..errors import AlarmkitError
 
 __all__ = ["NBCONVERT_OFFLINE", "MANIFEST", "Page", "Bundle", "find_notebooks", "build_bundle"]
@@ -142,16 +143,11 @@ class _Writer:
         self.check([name])
         path = self.out / name
         data = text.encode("utf-8")
-        tmp = self.out / f".{name}.{os.getpid()}.tmp"
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, path)  # a reader never sees half a page
-        finally:
-            if tmp.exists():
-                tmp.unlink()  # our own temporary file, left only if the replace failed
+        write_bytes(path, data, ours=lambda p: _sha(p) == self.known.get(name), flag="--html", what="notebook page")
         self.known[name] = hashlib.sha256(data).hexdigest()
-        self.manifest_path.write_text(json.dumps({"written_by": "alarmkit notebooks", "files": self.known},
-                                                 indent=1, sort_keys=True), encoding="utf-8")
+        write_text(self.manifest_path, json.dumps({"written_by": "alarmkit notebooks", "files": self.known},
+                                                  indent=1, sort_keys=True),
+                   ours=lambda p: True, flag="--html", what="manifest")  # read and checked in __init__
         return path
 
 

@@ -18,13 +18,16 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..errors import AlarmkitError
+from .._files import check_output, write_text
 from ..journal import CLASS_OF, class_counts
-from .plots import backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline
+from .plots import (
+    backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
+)
 from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 
-__all__ = ["export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
+__all__ = ["check_plotly_js", "is_plotly_js", "export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
 
 # The page may run its own inline scripts (plotly; WebGL traces need eval) and nothing may be fetched.
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -313,12 +316,38 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         rows.insert(4, ("compared with", difference_line({_label(run, "this run"): events, **peers}), False))
     if title is None:
         title = f"{run.get('scenario', 'alarmkit')} · {_run_name(run)}" if run else "alarmkit report"
-    out = Path(path)
-    if out.parent and not out.parent.exists():
-        raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
+    out = check_output(path, ours=is_report, what="report", reading=_journal_file(journal))
     clock = "wall-clock time, from the run's first event" if real_run(run) else "virtual time"
-    out.write_text(report_html(figures, title, rows, plotlyjs, clock), encoding="utf-8")
-    return out
+    return write_text(out, report_html(figures, title, rows, plotlyjs, clock), ours=is_report, what="report",
+                      reading=_journal_file(journal))
+
+
+def _journal_file(journal: Any) -> tuple:
+    path = getattr(journal, "path", None)
+    return (path,) if path else ()
+
+
+# The plotly.js alarmkit writes beside a folder of reports starts with this line, so a later export
+# knows the file is its own and may replace it; any other plotly.min.js (a user's pinned copy) is kept.
+PLOTLY_TAG = "/* plotly.min.js written by alarmkit beside its reports; alarmkit replaces it on the next export */\n"
+
+
+def is_plotly_js(path: str | Path) -> bool:
+    """Whether ``path`` is a plotly.min.js alarmkit wrote (its tag first)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(PLOTLY_TAG)).decode("utf-8", "replace") == PLOTLY_TAG
+    except OSError:
+        return False
+
+
+def check_plotly_js(folder: str | Path) -> Path:
+    """Check, before any work, that ``folder/plotly.min.js`` is missing or alarmkit's own; returns its path."""
+    js = Path(folder) / PLOTLY_FILE
+    if js.exists() and not is_plotly_js(js):
+        raise AlarmkitError(f"{str(js)!r} exists and was not written by alarmkit (a plotly.js of your own?); alarmkit "
+                            "replaces only its own: move it away or pass another --out folder")
+    return js
 
 
 def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None,
@@ -339,15 +368,10 @@ def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, 
     bad = [name for name in reports if Path(name).name != name or not name.endswith(".html")]
     if bad:
         raise AlarmkitError(f"report names are file names ending in .html, got {bad}")
-    js = folder / PLOTLY_FILE
-    text = get_plotlyjs()
-    if js.exists():
-        have = js.read_text(encoding="utf-8", errors="replace")
-        if have != text and not have.startswith("/**\n* plotly.js v"):  # not a plotly.js alarmkit wrote: the user's file
-            raise AlarmkitError(f"{str(js)!r} exists and is not the plotly.js alarmkit writes; move it away "
-                                "or pass another --out folder")
+    js = check_plotly_js(folder)
+    text = PLOTLY_TAG + get_plotlyjs()
     if not js.exists() or js.read_text(encoding="utf-8") != text:
-        js.write_text(text, encoding="utf-8")
+        write_text(js, text, ours=is_plotly_js, what="plotly.js", reading=_journal_file(journal))
     items = list(reports.items())
     return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE)
             for name, run_id in (progress(items) if progress else items)]
