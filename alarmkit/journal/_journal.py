@@ -89,7 +89,7 @@ class Journal:
         if not p.exists() and not p.parent.is_dir():
             raise AlarmkitError(f"folder {str(p.parent)!r} does not exist; create it or pass another --db path")
         if not p.exists() and not self.read_only:
-            from ._files import check_output
+            from .._files import check_output
 
             check_output(self._given, ours=None, flag="--db", what="journal")  # "j/" names a folder; a read-only folder
         try:
