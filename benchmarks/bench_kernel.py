@@ -38,7 +38,7 @@ if peer == "simpy":
         env.process(proc(env))
     env.run()
 else:
-    from alarmkit._kernel import Kernel
+    from alarmkit.kernel import Kernel
     k = Kernel(time_limit_ms=None)
     def micro(i):
         pass

@@ -47,9 +47,13 @@ def recover(spill: str | os.PathLike, db: str | os.PathLike) -> dict[str, Any]:
                                               [sorted({r[0] for r in rows if r[0] is not None})]).fetchall()}
         new = [r for r in rows if (r[0], r[1]) not in held]
         try:
-            if new:
-                con.executemany(f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES "
-                                f"({', '.join('?' * len(EVENT_COLUMNS))})", new)
+            if new:  # into the journal's own table: event_rows (rendered rows, packed = false) or events
+                table = j._target()
+                cols, extra = list(EVENT_COLUMNS), []
+                if table != "events":
+                    cols, extra = [*cols, "packed"], [False]
+                con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                [[*r, *extra] for r in new])
         except Exception as err:  # noqa: BLE001 - DuckDB's conversion errors have many classes
             raise AlarmkitError(f"the spill's events do not fit the journal ({type(err).__name__}: "
                                 f"{str(err).splitlines()[0][:200]}); the value that failed the first write is "

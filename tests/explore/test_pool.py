@@ -53,7 +53,7 @@ def start_threads():
 SCRIPT = THREADS + """
 import os
 import alarmkit as ak
-from alarmkit import _pool
+from alarmkit.explore import _pool
 
 forks = []
 os.register_at_fork(before=lambda: forks.append(1))  # any os.fork() of this process
@@ -93,7 +93,7 @@ def test_explore_on_the_default_pool_beside_busy_native_threads_never_hangs(tmp_
     assert "BrokenProcessPool" not in out.stderr
     got = json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith('{"runs"')))
     # four calls, one pool (its start-up paid once), spawned: this process never forked
-    assert got == {"runs": 86, "pools": 1, "forks": 0, "method": "spawn"}
+    assert got == {"runs": 92, "pools": 1, "forks": 0, "method": "spawn"}
 
 
 @pytest.mark.slow
@@ -101,9 +101,9 @@ def test_explore_on_the_default_pool_in_a_jupyter_kernel_with_busy_threads(tmp_p
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     cells = [THREADS + "\nstart_threads()", "import os, sys\nsys.path.insert(0, os.environ['ALARMKIT_ROOT'])\nimport alarmkit as ak"]
-    cells += ["r = ak.explore('lease-ledger', seeds=60, depth=1, workers=2, progress=False)\nassert r.ok and r.runs == 86"
+    cells += ["r = ak.explore('lease-ledger', seeds=60, depth=1, workers=2, progress=False)\nassert r.ok and r.runs == 92"
               for _ in range(3)]
-    cells += ["from alarmkit import _pool\nassert _pool._shared['pool']._mp_context.get_start_method() == 'spawn'",
+    cells += ["from alarmkit.explore import _pool\nassert _pool._shared['pool']._mp_context.get_start_method() == 'spawn'",
               "stop.set()"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     os.environ["ALARMKIT_ROOT"] = str(ROOT)  # the kernel inherits it
