@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from .errors import AlarmkitError
-from ._kinds import CLASS_OF, class_counts
+from ._kinds import CLASS_OF, class_counts, run_counts
 from .plots import (
     backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
 )
@@ -60,14 +60,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     run = run or {}
     classes = class_counts(drawn_kinds(events)) if len(events) else {}
 
-    def n(cls: str) -> int:  # counted by class (alarmkit._kinds), as the timeline's marks are
-        return int(classes.get(cls, 0))
-
-    fires = events[events["kind"] == "fire"]
-    counted = fires["retry_count"].fillna(0) > 0  # a retry the platform counted against its limit
-    attempt = pd.to_numeric(fires["detail"].astype(str).str.extract(r'"attempt":(\d+)')[0], errors="coerce")
-    retries = int(((attempt > 1) | (attempt.isna() & counted)).sum())  # uncounted retries have retry_count 0
-    uncounted = retries - int(counted.sum())
+    c = run_counts(events)  # one classification (alarmkit._kinds.run_counts): the timeline draws the same events
     eff = events["kind"] == "effect"  # a duplicate is an effect that ran again on the same object, as check() counts
     effects = Counter(zip(events.loc[eff, "object_id"].astype(str), effect_idents(events)))
     dups = {(obj, *k.split("\0", 1)): n for (obj, k), n in effects.items() if n > 1}
@@ -81,10 +74,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         ("parameters", json.dumps(run.get("params") or {}, default=str), False),
         ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
         ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
-        ("attempts", f"{len(fires):,} alarm() runs ({retries:,} {'retry' if retries == 1 else 'retries'}"
-                     f"{f', {uncounted:,} of them uncounted' if uncounted > 0 else ''}); "
-                     f"{n('handler ok'):,} ok, {n('handler failed'):,} failed, {n('abandoned'):,} abandoned, "
-                     f"{n('revived'):,} revived", False),
+        ("attempts", _attempts(c), False),
         ("effects", f"{sum(effects.values()):,} run, {len(effects):,} distinct", False),
     ]
     if dups:
@@ -100,8 +90,15 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     listed = ", ".join(objects[:SHOW_OBJECTS]) + (f", … and {len(objects) - SHOW_OBJECTS:,} more"
                                                   if len(objects) > SHOW_OBJECTS else "")
     rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))
-    if n("crash") + n("fault") + n("restart"):
-        rows.append(("crashes, faults, restarts", f"{n('crash'):,}, {n('fault'):,}, {n('restart'):,}", False))
+    if c["arms"] + c["disarms"] + c["rungs"]:
+        rows.append(("alarms set", f"{c['arms']:,} set by the code ({c['rearms']:,} of them moved a set alarm), "
+                                   f"{c['disarms']:,} deleted" + (f"; {c['rungs']:,} keepalive rungs" if c["rungs"] else ""),
+                     False))
+    trouble = [(c[k], what) for k, what in (("crashes", "crash"), ("failed", "handler failure"),
+                                            ("process deaths", "process death"), ("faults", "fault"),
+                                            ("restarts", "restart"), ("idle evictions", "idle eviction"))]
+    if any(k for k, _ in trouble[:-1]):
+        rows.append(("crashes, failures, restarts", ", ".join(_plural(k, what) for k, what in trouble), False))
     from ._applied import journal_summary  # plan entries that injected nothing, from the runs row
 
     if journal_summary(run):
@@ -118,6 +115,28 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
         rows.append(("violations", "\n".join(found) if found else "none", bool(found)))
     return rows
+
+
+def _plural(n: int, noun: str) -> str:
+    if n == 1:
+        return f"{n:,} {noun}"
+    return f"{n:,} " + (noun[:-1] + "ies" if noun.endswith("y") else noun + "es" if noun.endswith(("sh", "ss")) else noun + "s")
+
+
+def _attempts(c: dict) -> str:
+    """``11 alarm() runs: 10 first runs, 1 retry (1 counted); 10 ok, 2 failed, 0 abandoned, 0 revived``."""
+    retries = _plural(c["retries"], "retry")
+    split = []
+    if c["retries"]:
+        split.append(f"{c['counted retries']:,} counted")
+        if c["uncounted retries"]:
+            split.append(f"{c['uncounted retries']:,} uncounted, retry_count 0")
+    unrun = c["retries scheduled"] - c["retries"]
+    if unrun > 0:
+        split.append(f"{unrun:,} more scheduled that never ran: replaced, or the run ended first")
+    return (f"{c['runs']:,} alarm() runs: {c['first runs']:,} first, {retries}"
+            + (f" ({'; '.join(split)})" if split else "")
+            + f"; {c['ok']:,} ok, {c['failed']:,} failed, {c['abandoned']:,} abandoned, {c['revivals']:,} revived")
 
 
 def _violation(v: Any) -> str:
