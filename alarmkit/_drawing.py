@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ._kinds import DUPLICATE, kind_class
+from ._kinds import DEATH, DUPLICATE, kind_class
 from ._labels import place_labels
 from ._timeline import (
     _FONT, _LINE_CLASS, BLACK, BLUE, DENSITY_BINS, DENSITY_SCALE, DETAIL_IN_VIEW, DETAIL_LIMIT, GREEN, GREY,
@@ -226,7 +226,7 @@ class _Drawer:
             return [f"abandoned after {esc(d.get('attempts', '?'), LABEL_CHARS)} attempts" for d in _details(sub["detail"])]
         if len(sub) > 12:
             return None
-        if kind in ("crash", "restart"):
+        if kind in ("crash", "restart", DEATH):
             return [kind] * len(sub)
         if kind == "fault":
             return [esc(f"fault: {d.get('fault') or d.get('name') or d.get('kind') or '?'}", LABEL_CHARS)

@@ -21,7 +21,8 @@ class                kinds (who writes them)
 ``crash``            ``crash``, ``facet_broken``, ``actor_broken``, ``aborted`` (``ctx.abort``)
 ``fault``            ``fault``
 ``restart``          ``restart``
-``lifecycle``        ``construct``, ``call``, ``evict``, ``bucket``, ``clock_start`` (a clock from an epoch)
+``process death``    an ``evict`` whose reason is not ``idle`` (forced or injected; not a journal kind)
+``lifecycle``        ``construct``, ``call``, ``evict`` (idle), ``bucket``, ``clock_start`` (a clock from an epoch)
 ===================  ==========================================================================
 
 Every other kind counts under its own name: the keepalive's ``keepalive_arm``/``_disarm``/``_fire``
@@ -36,6 +37,7 @@ from typing import Iterable
 import pandas as pd
 
 DUPLICATE = "duplicate effect"  # not a journal kind: an effect whose (name, key) already ran on its object in the run
+DEATH = "process death"  # not a journal kind: an ``evict`` for any reason but idle (forced, injected): work in flight dies
 
 CLASS_OF: dict[str, str] = {
     "arm": "armed", "proxy_arm": "armed", "disarm": "disarmed", "fire": "fired",
@@ -46,7 +48,7 @@ CLASS_OF: dict[str, str] = {
     "abandoned": "abandoned",
     "revive": "revived", "revival": "revived",
     "effect": "effect",
-    DUPLICATE: DUPLICATE,
+    DUPLICATE: DUPLICATE, DEATH: DEATH,
     "crash": "crash", "facet_broken": "crash", "actor_broken": "crash", "aborted": "crash",
     "fault": "fault",
     "restart": "restart",

@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ._kinds import DUPLICATE
+from ._kinds import DEATH, DUPLICATE
 from .errors import AlarmkitError
 from .journal import EVENT_COLUMNS
 
@@ -56,7 +56,8 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "bucket": (GREY, "square-open", 8, -1),
     "construct": (GREY, "circle-open", 8, 1),
     "call": (GREY, "line-ns-open", 9, 1),
-    "evict": (GREY, "x-thin-open", 9, 1),
+    "evict": (GREY, "x-thin-open", 9, 1),  # idle eviction: nothing was running
+    DEATH: (VERMILION, "circle-x-open", 13, 1),  # the process went away with work in flight
 }
 _LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
@@ -64,7 +65,7 @@ ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)
 OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density map plus the notable events
 DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
-NOTABLE = {DUPLICATE, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
+NOTABLE = {DUPLICATE, DEATH, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
            "facet_broken", "actor_broken", "revival", "deploy"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800
 DENSITY_SCALE = [[0, "#eaf2fa"], [0.1, "#c6dbef"], [0.3, "#85b5da"], [0.6, "#3f7fbf"], [1, "#08306b"]]
@@ -169,8 +170,13 @@ def effect_idents(df: pd.DataFrame) -> pd.Series:
 
 
 def _mark_duplicates(df: pd.DataFrame) -> pd.DataFrame:
-    """Split effects into first runs and duplicates; remember where each duplicate's first run was."""
+    """Split effects into first runs and duplicates (remembering where each duplicate's first run was),
+    and evictions into idle ones and process deaths."""
     df = df.assign(kind2=df["kind"], first_t=np.nan, first_lane=None)
+    ev = df["kind"] == "evict"
+    if ev.any():  # a forced or injected eviction kills work in flight: not the grey idle x
+        idle = df.loc[ev, "detail"].astype(str).str.contains('"reason":"idle"', regex=False)
+        df.loc[idle[~idle].index, "kind2"] = DEATH
     eff = df["kind"] == "effect"
     if not eff.any():
         return df

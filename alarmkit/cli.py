@@ -218,10 +218,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
+    verdict = result.verdict  # said first: what the run's checks found
     result = result.to_dict()
     if args.json:
-        print(json.dumps(result, default=str))
+        print(json.dumps({"verdict": verdict.to_dict(), **result}, default=str))
         return 0
+    print("verdict: " + "\n  ".join(verdict.lines()))
     print(_readable(result, args.db))
     return 0
 

@@ -20,10 +20,12 @@ import plotly.io as pio
 from .errors import AlarmkitError
 from ._kinds import CLASS_OF, class_counts, run_counts
 from .plots import (
-    backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
+    backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms,
+    mark_missed, timeline,
 )
 from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
+from ._verdict import verdict_of_events
 from .realruns.reporting import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 
 __all__ = ["export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
@@ -50,6 +52,8 @@ table.summary th { text-align: left; font-weight: 600; padding: 4px 16px 4px 0; 
 table.summary td { padding: 4px 0; font-family: ui-monospace, 'SFMono-Regular', Menlo, monospace; white-space: pre-wrap;
                    word-break: break-word; }
 td.bad { color: #b03a00; font-weight: 600; }
+tr.verdict td { font-family: inherit; font-size: 15px; padding-bottom: 10px; }
+tr.verdict th { color: #222; font-size: 15px; }
 section.figure { border-top: 1px solid #eee; padding-top: 8px; margin-bottom: 16px; }
 """
 
@@ -150,10 +154,11 @@ def _violation(v: Any) -> str:
 
 
 def run_figures(events: pd.DataFrame, run: dict | None = None,
-                peers: Mapping[str, pd.DataFrame] | None = None) -> list[go.Figure]:
+                peers: Mapping[str, pd.DataFrame] | None = None, verdict: Any = None) -> list[go.Figure]:
     """The report's figures: the timeline (with ``peers``, e.g. ``{"workerd": events}``, the
     ``compare`` figure of this run and them on one time axis), then the retry ladder, the keepalive's
-    rung ladder and lateness when the run has them."""
+    rung ladder and lateness when the run has them. A ``verdict``'s due-but-never-ran obligations are
+    marked on the timeline where they were due."""
     run = run or {}
     title = " · ".join(str(x) for x in (run.get("scenario"), _run_name(run) if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
@@ -166,6 +171,8 @@ def run_figures(events: pd.DataFrame, run: dict | None = None,
         figs = [compare({**mine, **peers}, title=f"{run.get('scenario', 'compare')}: {' vs '.join([*mine, *peers])}")]
     else:
         figs = [timeline(events, title=title)]
+        if verdict is not None:
+            mark_missed(figs[0], verdict.misses)
     if real:
         retitle_time_axes(figs[0])
     if (events["kind"] == "retry_scheduled").any():
@@ -229,10 +236,11 @@ def difference_line(runs: Mapping[str, pd.DataFrame], over_ms: int = 1_000) -> s
 
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
                 rows: Sequence[tuple[str, str, bool]] = (), plotlyjs: str = "inline",
-                clock: str = "virtual time") -> str:
+                clock: str = "virtual time", verdict: Any = None) -> str:
     """The page as a string: plotly.js once, inline (or, with ``plotlyjs=PLOTLY_FILE``, loaded from
     that file beside the page); every title and table cell escaped. ``clock`` names the time the
-    figures show (a real run's report says wall-clock time)."""
+    figures show (a real run's report says wall-clock time). A ``verdict`` (``RunResult.verdict``) is
+    the table's first row, each broken obligation or invariant in red."""
     from . import __version__
 
     figures = list(figures)
@@ -240,6 +248,8 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         raise AlarmkitError(f"report_html needs plotly figures, got {[type(f).__name__ for f in figures]}")
     table = "".join(f"<tr><th>{esc(k)}</th><td{' class=bad' if bad else ''}>{esc(v)}</td></tr>"
                     for k, v, bad in rows)
+    if verdict is not None:  # first: what a reviewer reads before anything else
+        table = f'<tr class="verdict"><th>verdict</th><td>{verdict.html()}</td></tr>' + table
     if plotlyjs not in ("inline", PLOTLY_FILE):
         raise AlarmkitError(f"plotlyjs is 'inline' or {PLOTLY_FILE!r}, got {plotlyjs!r}")
     shared = plotlyjs != "inline"
@@ -292,13 +302,15 @@ def _run_info(result: dict) -> dict:
 
 def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, run: dict | None = None,
                 events: pd.DataFrame | None = None, violations: Iterable[Any] | None = None,
-                title: str | None = None, plotlyjs: str = "inline") -> Path:
+                title: str | None = None, plotlyjs: str = "inline", verdict: Any = None) -> Path:
     """Write one self-contained HTML report; returns its path.
 
     ``figures_or_run`` is a figure or a list of figures (``run=``/``events=`` fill the summary), a
     run id (with ``journal=``), a ``run_scenario`` result, or a run's events DataFrame. A run that
     compared itself with another profile (keepalive-celld-vs-workerd) is drawn beside that run.
     ``plotlyjs=PLOTLY_FILE`` loads plotly.js from that file beside the page (see ``export_folder``).
+    The verdict row comes first: a ``run_scenario`` result's own (``RunResult.verdict``), the one given
+    as ``verdict=``, or, for events alone, the run-wide invariants (a journal holds no obligations).
     """
     figures: list[go.Figure] | None = None
     what = figures_or_run
@@ -312,6 +324,8 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         run, events = journal.run(what), journal.events(what)
     elif hasattr(what, "to_dict") and hasattr(what, "sim"):  # a run_scenario RunResult
         run = {**_run_info(what.to_dict()), **(run or {})}
+        if verdict is None and what.sim is not None:
+            verdict = what.verdict
         if journal is not None and what.run_id is not None:
             events = journal.events(what.run_id)
             run = {**journal.run(what.run_id), **run}
@@ -325,10 +339,12 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         raise AlarmkitError("export_html takes figures, a run id, a run_scenario result or events, "
                             f"got {type(what).__name__}")
     peers = peer_runs(journal, run) if journal is not None and run else {}
+    if verdict is None and events is not None and not events.empty and not real_run(run or {}):
+        verdict = verdict_of_events(events)
     if figures is None:
         if events is None or events.empty:
             raise AlarmkitError("this run has no events to report; did it run? (Journal.events(run_id) is empty)")
-        figures = run_figures(events, run, peers)
+        figures = run_figures(events, run, peers, verdict)
     rows = summary_rows(events, run, violations) if events is not None else []
     if peers:
         rows.insert(4, ("compared with", difference_line({_label(run, "this run"): events, **peers}), False))
@@ -338,20 +354,23 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     if out.parent and not out.parent.exists():
         raise AlarmkitError(f"folder {out.parent} does not exist; create it or pass another --out path")
     clock = "wall-clock time, from the run's first event" if real_run(run) else "virtual time"
-    out.write_text(report_html(figures, title, rows, plotlyjs, clock), encoding="utf-8")
+    out.write_text(report_html(figures, title, rows, plotlyjs, clock, verdict), encoding="utf-8")
     return out
 
 
 def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None,
-               plotlyjs: str = "inline") -> Path:
-    """``alarmkit export``: the report of one run of a journal."""
-    return export_html(int(run_id), path, journal=journal, violations=violations, plotlyjs=plotlyjs)
+               plotlyjs: str = "inline", verdict: Any = None) -> Path:
+    """``alarmkit export``: the report of one run of a journal (``verdict``: the run's, when the caller
+    ran it and holds its obligations; else the run-wide invariants are checked)."""
+    return export_html(int(run_id), path, journal=journal, violations=violations, plotlyjs=plotlyjs,
+                       verdict=verdict)
 
 
-def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, progress: Any = None) -> list[Path]:
+def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, progress: Any = None,
+                  verdicts: Mapping[str, Any] | None = None) -> list[Path]:
     """Write one report per ``{file name: run id}`` into ``folder`` and one ``plotly.min.js`` beside
     them, which every page loads (offline: nothing else is fetched). Returns the report paths.
-    ``progress`` wraps the items (e.g. ``tqdm``)."""
+    ``progress`` wraps the items (e.g. ``tqdm``); ``verdicts`` maps a file name to its run's verdict."""
     from plotly.offline import get_plotlyjs
 
     folder = Path(folder)
@@ -370,6 +389,6 @@ def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, 
     if not js.exists() or js.read_text(encoding="utf-8") != text:
         js.write_text(text, encoding="utf-8")
     items = list(reports.items())
-    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE)
+    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE, verdict=(verdicts or {}).get(name))
             for name, run_id in (progress(items) if progress else items)]
 

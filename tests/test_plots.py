@@ -367,7 +367,7 @@ def test_the_report_inlines_plotly_once_escapes_the_summary_and_forbids_fetching
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert HOSTILE not in page and 'effect &lt;img src=x onerror="window.__pwned=1;alert(1)"&gt; ran twice' in page
     assert '<th>duplicate effects</th><td class=bad>1: revoke("lease-0") on ledger ×2</td>' in page
-    assert "<th>attempts</th><td>2 alarm() runs (1 retry); 1 ok, 1 failed, 0 abandoned, 0 revived</td>" in page
+    assert "<th>attempts</th><td>2 alarm() runs: 1 first, 1 retry (1 counted); 1 ok, 1 failed, 0 abandoned, 0 revived</td>" in page
 
 
 def test_the_summary_names_the_run_its_fault_plan_and_its_violations():
@@ -461,7 +461,8 @@ def test_the_summary_counts_uncounted_retries_as_retries():
     counted = int((fires.retry_count.fillna(0) > 0).sum())
     rows = {k: v for k, v, _ in summary_rows(r.events, {"run_id": 1})}
     assert per_object == {"counted": 7, "runaway": 233} and counted == 6
-    assert rows["attempts"].startswith(f"240 alarm() runs ({retries} retries, {retries - counted} of them uncounted); ")
+    assert rows["attempts"].startswith(f"240 alarm() runs: 2 first, {retries} retries ({counted} counted; "
+                                       f"{retries - counted} uncounted, retry_count 0; ")
 
 
 def test_a_window_is_the_view_the_time_axis_spans():
