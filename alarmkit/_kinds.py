@@ -93,8 +93,8 @@ def run_counts(events: pd.DataFrame) -> dict[str, int]:
       workerd, where ``retryCountsAgainstLimit`` false does not advance the count.
     - ``retries_scheduled``: every ``retry_scheduled`` (one drawn backoff arrow each); a user ``set_alarm``
       before the retry's time replaces it, so it may schedule more than run.
-    - ``arms``: user ``arm``/``proxy_arm`` events (not a retry's own arm), of which ``rearms`` moved an alarm
-      that was set; ``disarms``; ``rungs``: the keepalive's ``keepalive_arm``; ``revivals``: ``revive`` and
+    - ``arms``: user ``arm`` events (not a retry's own arm; a facet proxy's ``proxy_arm`` is written beside
+      the ``arm`` it makes, so not counted twice), of which ``rearms`` moved an alarm that was set; ``disarms``; ``rungs``: the keepalive's ``keepalive_arm``; ``revivals``: ``revive`` and
       ``revival``; ``crashes``: the crash class; ``failed``: ``handler_error``; ``restarts``;
       ``evictions`` split into ``idle evictions`` (``reason: idle``) and ``process deaths`` (any other reason).
     """
@@ -102,7 +102,7 @@ def run_counts(events: pd.DataFrame) -> dict[str, int]:
         return {k: 0 for k in _COUNT_KEYS}
     kind = events["kind"].astype(str)
     rc = pd.to_numeric(events["retry_count"], errors="coerce")
-    user_arm = kind.isin(["arm", "proxy_arm"]) & rc.isna()
+    user_arm = (kind == "arm") & rc.isna()  # a facet proxy's proxy_arm is journaled beside the arm it makes
     # the alarm's own history, per object, in journal order: which of these came last before a fire
     keep = kind.isin(["fire", "retry_scheduled", "disarm"]) | user_arm
     sub = events.loc[keep, ["seq", "object_id", "namespace"]].assign(kind=kind[keep])
@@ -112,7 +112,7 @@ def run_counts(events: pd.DataFrame) -> dict[str, int]:
     retry = (prev.loc[fire_rows] == "retry_scheduled")
     retry_idx = retry[retry].index
     counted = int((rc.loc[retry_idx].fillna(0) > 0).sum())
-    moved = user_arm & events["prev_scheduled_ms"].notna() & (kind == "arm")
+    moved = user_arm & events["prev_scheduled_ms"].notna()
     reason = events.loc[kind == "evict", "detail"].astype(str).str.extract(r'"reason":"([^"]*)"')[0]
     idle = int((reason == "idle").sum())
     out = {

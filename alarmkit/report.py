@@ -101,7 +101,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     trouble = [(c[k], what) for k, what in (("crashes", "crash"), ("failed", "handler failure"),
                                             ("process deaths", "process death"), ("faults", "fault"),
                                             ("restarts", "restart"), ("idle evictions", "idle eviction"))]
-    if any(k for k, _ in trouble[:-1]):
+    if any(k for k, _ in trouble):
         rows.append(("crashes, failures, restarts", ", ".join(_plural(k, what) for k, what in trouble), False))
     from ._applied import journal_summary  # plan entries that injected nothing, from the runs row
 
