@@ -103,17 +103,20 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
 def mark_missed(fig: go.Figure, misses: Iterable[Mapping[str, Any]]) -> int:
     """Mark each due-but-never-ran obligation (``Verdict.misses``: object, due_ms, status, text) on a
     ``timeline`` where it was due: a crimson circled x in its object's handler row, the cause in hover.
-    Returns how many were placed; one whose object has no lane in the figure (filtered out) is not drawn."""
+    Returns how many were placed; one whose object has no single lane in the figure (filtered out, or
+    one name in two namespaces) is not drawn (the verdict's text still names it)."""
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
     lanes = (meta.get("lanes") or {}).get("yaxis") or []
     scale = meta.get("scale") or 1
     xs, ys, hover = [], [], []
     for m in misses:
         name = esc(str(m["object"]), LABEL_CHARS)
-        if name not in lanes:
+        # a lane is named "namespace:object" when the run has several namespaces; an obligation names the object
+        found = [i for i, lane in enumerate(lanes) if lane == name or lane.endswith(":" + name)]
+        if len(found) != 1:
             continue
         xs.append(float(m["due_ms"]) / scale)
-        ys.append(lanes.index(name))
+        ys.append(found[0])
         what = "lost" if m.get("status") == "lost" else "overdue at the end"
         hover.append(f"<b>{esc(MISSED)}</b> ({what}) at {fmt_ms(m['due_ms'])}<br>{esc(str(m.get('text', '')), 300)}")
     if xs:
