@@ -124,16 +124,22 @@ def ensure_lab_settings(prefix: Path) -> Path:
     return path
 
 
+LAB_CONTENTS = "alarmkit._lab.NotebookContents"
+
+
 def lab_arguments(rest: list[str], euid: int | None = None) -> list[str]:
     """``jupyter lab``'s arguments for ``dev.py lab REST``: ``notebooks/`` unless REST names a folder or
     file that exists (or sets the root with ``--notebook-dir``/``--ServerApp.root_dir``), so ``--port 8889``
-    still serves the notebooks; ``--allow-root`` when run as root (JupyterLab exits at once otherwise)."""
+    still serves the notebooks; ``--allow-root`` when run as root (JupyterLab exits at once otherwise); the
+    contents manager of ``alarmkit._lab``, which keeps an untouched notebook from opening marked unsaved."""
     euid = os.geteuid() if euid is None and hasattr(os, "geteuid") else euid
     args = list(rest)
     rooted = any(a.startswith(("--notebook-dir", "--ServerApp.root_dir", "--ServerApp.notebook_dir")) for a in args)
     named = any(not a.startswith("-") and (ROOT / a).exists() for a in args)
     if not rooted and not named:
         args.append("notebooks/")
+    if not any(a.startswith("--ServerApp.contents_manager_class") for a in args):
+        args.insert(0, f"--ServerApp.contents_manager_class={LAB_CONTENTS}")  # untouched notebooks open clean
     if euid == 0 and "--allow-root" not in args:
         args.insert(0, "--allow-root")
     return args

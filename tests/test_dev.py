@@ -120,7 +120,8 @@ def test_test_command_asks_pytest_why_tests_were_skipped(monkeypatch):
     assert dev.main(["test", "tests/test_kernel.py", "-x"]) == 0
     assert ran[-1][1:] == ["-m", "pytest", "-rs", "tests/test_kernel.py", "-x"]
     assert dev.main(["lab"]) == 0
-    assert ran[-1][1:] == ["-m", "jupyter", "lab", "notebooks/"]
+    assert ran[-1][1:] == ["-m", "jupyter", "lab", "--ServerApp.contents_manager_class=alarmkit._lab.NotebookContents",
+                           "notebooks/"]
 
 
 def test_no_command_prints_the_usage(capsys):

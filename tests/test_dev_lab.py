@@ -23,14 +23,20 @@ dev = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dev)
 
 
+CM = "--ServerApp.contents_manager_class=alarmkit._lab.NotebookContents"
+
+
 def test_root_gets_allow_root_and_extra_arguments_keep_the_notebooks():
-    assert dev.lab_arguments([], euid=0) == ["--allow-root", "notebooks/"]
-    assert dev.lab_arguments([], euid=1000) == ["notebooks/"]
-    assert dev.lab_arguments(["--port", "8889"], euid=1000) == ["--port", "8889", "notebooks/"]
-    assert dev.lab_arguments(["--allow-root", "--no-browser"], euid=0) == ["--allow-root", "--no-browser", "notebooks/"]
+    assert dev.lab_arguments([], euid=0) == ["--allow-root", CM, "notebooks/"]
+    assert dev.lab_arguments([], euid=1000) == [CM, "notebooks/"]
+    assert dev.lab_arguments(["--port", "8889"], euid=1000) == [CM, "--port", "8889", "notebooks/"]
+    assert dev.lab_arguments(["--allow-root", "--no-browser"], euid=0) == [CM, "--allow-root", "--no-browser",
+                                                                           "notebooks/"]
     # a folder or file that exists is what the user asked to serve; a root dir option too
-    assert dev.lab_arguments(["notebooks/01_lease_ledger_tour.py"], euid=1000) == ["notebooks/01_lease_ledger_tour.py"]
-    assert dev.lab_arguments(["--ServerApp.root_dir=/tmp"], euid=0) == ["--allow-root", "--ServerApp.root_dir=/tmp"]
+    assert dev.lab_arguments(["notebooks/01_lease_ledger_tour.py"], euid=1000) == [CM, "notebooks/01_lease_ledger_tour.py"]
+    assert dev.lab_arguments(["--ServerApp.root_dir=/tmp"], euid=0) == ["--allow-root", CM, "--ServerApp.root_dir=/tmp"]
+    mine = "--ServerApp.contents_manager_class=x.Y"  # the user's own contents manager is kept
+    assert dev.lab_arguments([mine], euid=1000) == [mine, "notebooks/"]
 
 
 def test_main_lab_runs_jupyter_with_them(monkeypatch):
@@ -39,7 +45,7 @@ def test_main_lab_runs_jupyter_with_them(monkeypatch):
     monkeypatch.setattr(dev, "run", lambda cmd, **kw: ran.append([str(c) for c in cmd]) or 0)
     monkeypatch.setattr(dev.os, "geteuid", lambda: 0)
     assert dev.main(["lab", "--port=8890"]) == 0
-    assert ran[-1][1:] == ["-m", "jupyter", "lab", "--allow-root", "--port=8890", "notebooks/"]
+    assert ran[-1][1:] == ["-m", "jupyter", "lab", "--allow-root", CM, "--port=8890", "notebooks/"]
 
 
 def test_the_lab_settings_turn_the_news_prompt_off(tmp_path):
@@ -60,7 +66,7 @@ def test_a_real_lab_started_with_these_arguments_stays_up_and_serves_the_overrid
     pytest.importorskip("jupyterlab")
     dev.ensure_lab_settings(tmp_path)
     port, token = _free_port(), "t" * 32
-    env = {**os.environ, **{f"JUPYTER{k}_DIR": str(tmp_path / v) for k, v in (
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **{f"JUPYTER{k}_DIR": str(tmp_path / v) for k, v in (
         ("_CONFIG", "config"), ("_RUNTIME", "runtime"), ("LAB_SETTINGS", "user-settings"),
         ("LAB_WORKSPACES", "workspaces"))}}
     args = dev.lab_arguments(["--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
