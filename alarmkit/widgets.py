@@ -31,8 +31,10 @@ __all__ = ["Explorer"]
 
 WIDGET_PLOT_PX = 560  # the narrowest plot area the explorer's labels are placed for (the figure takes the widget's width)
 FRAMES = 120  # Play steps through at most this many instants, the last one the run's last event
+# the figure box is a column whose child (plotly's widget) takes its whole width: plotly autosizes to it
 _STALE_CSS = ("<style>.alarmkit-stale{opacity:.35;filter:grayscale(1);pointer-events:none}"
-              ".alarmkit-verdict{margin:4px 0 6px}</style>")
+              ".alarmkit-verdict{margin:4px 0 6px}"
+              ".alarmkit-figure-box>*{width:100%;min-width:0;flex:1 1 auto}</style>")
 
 
 def _nothing_yet(t_ms: int, end_ms: int) -> go.Figure:
@@ -158,11 +160,13 @@ class Explorer(W.VBox):
         self.play.observe(lambda ch: self._to_frame(ch["new"]), names="value")
         self.figure = go.FigureWidget()
         self.figure.layout.autosize = True
-        self.figure_box = W.Box([self.figure], layout=W.Layout(width="100%"))
+        self.figure_box = W.Box([self.figure], layout=W.Layout(width="100%", flex_flow="column"))
+        self.figure_box.add_class("alarmkit-figure-box")
         self.verdict = W.HTML(layout=W.Layout(width="100%"))
         self.verdict.add_class("alarmkit-verdict")
         self.table = W.HTML()
         self.status = W.HTML()
+        self.status.add_class("alarmkit-status")
         self.out_path = W.Text(value="report.html", description="export to", style=style)
         self.export_button = W.Button(description="Export HTML", icon="download")
         self.export_button.on_click(lambda _: self.export())
@@ -174,6 +178,7 @@ class Explorer(W.VBox):
         super().__init__([W.HTML(_STALE_CSS), self.verdict, grid, W.HBox([self.play, self.time]), self.status,
                           self.figure_box, self.table, W.HBox([self.out_path, self.export_button])],
                          layout=W.Layout(width="100%"))
+        self.add_class("alarmkit-explorer")
         self.result: RunResult | None = None
         self.full: go.Figure | None = None
         self.rerun()
