@@ -160,7 +160,7 @@ class Explorer(W.VBox):
         self.play.observe(lambda ch: self._to_frame(ch["new"]), names="value")
         self.figure = go.FigureWidget()
         self.figure.layout.autosize = True
-        self.figure_box = W.Box([self.figure], layout=W.Layout(width="100%", flex_flow="column"))
+        self.figure_box = W.Box([self.figure], layout=W.Layout(width="100%", flex_flow="column", align_items="stretch"))
         self.figure_box.add_class("alarmkit-figure-box")
         self.verdict = W.HTML(layout=W.Layout(width="100%"))
         self.verdict.add_class("alarmkit-verdict")
