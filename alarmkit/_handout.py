@@ -140,7 +140,8 @@ _STYLE = """<style>
 .alarmkit-still-caption{background:#fff7e0;border-left:3px solid #e69f00;padding:.4em .8em;font:13px system-ui}
 </style>"""
 _HEADING = re.compile(r'<h([23]) id="([^"]+)"[^>]*>(.*?)(?:<a class="anchor-link"[^>]*>.*?</a>)?</h\1>', re.S)
-_FIGURE = re.compile(r'(<div id="[^"]+" class="plotly-graph-div"[^>]*></div>)')
+# nbconvert re-serialises an output's HTML (its attributes in its own order): any div of that class
+_FIGURE = re.compile(r'(<div [^>]*class="plotly-graph-div"[^>]*>\s*</div>)')
 
 
 def _link(page: Any, rel: str) -> str:
