@@ -129,7 +129,10 @@ def test_exhaustion_climbs_the_ladder_with_each_rung_labelled_and_ends_abandoned
     fig = timeline(ev)
     rs = ev[ev.kind == "retry_scheduled"]
     labels = one(fig, "label", "rung")
-    assert list(labels.text) == ["+2 s", "+4 s", "+8 s", "+16 s", "+32 s", "+64 s"]
+    # the real wait (armed to due, jitter included) on the plot; the nominal rung in hover
+    assert list(labels.text) == [f"+{(s - t) / 1000:g} s" for t, s in zip(rs.t_ms, rs.scheduled_ms)]
+    assert [h.split("<br>")[1].split(",")[0] for h in labels.hovertext] == [
+        "nominal +2 s", "nominal +4 s", "nominal +8 s", "nominal +16 s", "nominal +32 s", "nominal +64 s"]
     arrows = one(fig, "move", "retry")  # from the failed attempt to the retry's due time
     assert segments(arrows) == [(t / 1000, s / 1000) for t, s in zip(rs.t_ms, rs.scheduled_ms)]
     assert list(labels.x) == [(t + s) / 2 / 1000 for t, s in zip(rs.t_ms, rs.scheduled_ms)]
