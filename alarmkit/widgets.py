@@ -254,9 +254,10 @@ class Explorer(W.VBox):
         at = min(x_t, hi)
         fig.add_trace(go.Scatter(x=[at, at], y=[y0, y1], mode="lines+text",
                                  text=["", f"now {fmt_ms(t_ms)}" + (" ▸" if past else "")],
-                                 textposition="bottom right" if at < (lo + hi) / 2 else "bottom left",
+                                 textposition="middle right" if at < (lo + hi) / 2 else "middle left",
                                  textfont=dict(size=11, color="#333"), line=dict(color="#333", width=1.5, dash="dash"),
-                                 hoverinfo="skip", showlegend=False, name="now", meta={"role": "cursor"}))
+                                 hoverinfo="skip", showlegend=False, name="now", meta={"role": "cursor"},
+                                 uid="alarmkit-now"))
         if meta.get("cut"):
             fig.add_trace(go.Scatter(x=[hi], y=[y0], mode="text", textposition="top left", showlegend=False,
                                      text=[f"idle until {fmt_ms(meta['end_ms'])}: cut ▸ (strip below: whole run)"],
@@ -266,6 +267,7 @@ class Explorer(W.VBox):
             fig.layout.annotations = [dict(text=f"nothing has happened by {t_ms / 1000:.3f} s", x=0.5, y=0.5,
                                            xref="paper", yref="paper", showarrow=False,
                                            font=dict(size=15, color="#666"))]
+        place_labels(fig, WIDGET_PLOT_PX)  # again, around the cursor: no label may sit on a vertical line
         note = full.layout.title.text.split("<br>", 1)
         head = (f"{esc(self.scenario.name)} · run {self.result.run_id} · "
                 f"{len(shown):,} of {len(self.events):,} events by {fmt_ms(t_ms)}")
