@@ -206,6 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     journal = _open_journal(args.db)
     try:
         result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile, **params)
+        verdict = result.verdict  # said first: what the run's checks found (read while the journal is open)
     except (TypeError, ValueError, ArithmeticError) as err:
         if not params:
             raise  # the built-in scenario with its own defaults failing is a bug: keep the traceback
@@ -218,7 +219,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
-    verdict = result.verdict  # said first: what the run's checks found
     result = result.to_dict()
     if args.json:
         print(json.dumps({"verdict": verdict.to_dict(), **result}, default=str))
