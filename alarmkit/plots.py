@@ -123,7 +123,7 @@ def mark_missed(fig: go.Figure, misses: Iterable[Mapping[str, Any]]) -> int:
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=MISSED, legendgroup="missed",
                                  marker=dict(symbol="square-x-open", size=18, color=MISSED_INK, line=dict(width=2)),
                                  hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-                                 meta={"role": "events", "kind": "missed", "class": "missed", "size": 18}),
+                                 meta={"role": "verdict", "kind": "missed"}),  # a verdict, not a journal event
                       row=1, col=1)
     return len(xs)
 
