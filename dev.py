@@ -37,7 +37,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 # settings_utils); this one makes a double-click open a .py (the notebooks are py:percent) with
 # jupytext's notebook factory instead of the text editor.
 LAB_OVERRIDES = Path("share", "jupyter", "lab", "settings", "overrides.d", "alarmkit-notebooks.json")
-LAB_SETTINGS = {"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}
+# The news prompt ("Would you like to get notified about official Jupyter news?") is a toast over the
+# notebook's first cell: fetchNews "false" (JupyterLab 4's apputils-extension notification.json) never asks
+# and fetches nothing; checkForUpdates would need the network too.
+LAB_SETTINGS = {"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}},
+                "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
 
 
 def say(msg: str) -> None:
@@ -123,6 +127,27 @@ def ensure_lab_settings(prefix: Path) -> Path:
     return path
 
 
+LAB_CONTENTS = "alarmkit.viz._lab.NotebookContents"
+
+
+def lab_arguments(rest: list[str], euid: int | None = None) -> list[str]:
+    """``jupyter lab``'s arguments for ``dev.py lab REST``: ``notebooks/`` unless REST names a folder or
+    file that exists (or sets the root with ``--notebook-dir``/``--ServerApp.root_dir``), so ``--port 8889``
+    still serves the notebooks; ``--allow-root`` when run as root (JupyterLab exits at once otherwise); the
+    contents manager of ``alarmkit.viz._lab``, which keeps an untouched notebook from opening marked unsaved."""
+    euid = os.geteuid() if euid is None and hasattr(os, "geteuid") else euid
+    args = list(rest)
+    rooted = any(a.startswith(("--notebook-dir", "--ServerApp.root_dir", "--ServerApp.notebook_dir")) for a in args)
+    named = any(not a.startswith("-") and (ROOT / a).exists() for a in args)
+    if not rooted and not named:
+        args.append("notebooks/")
+    if not any(a.startswith("--ServerApp.contents_manager_class") for a in args):
+        args.insert(0, f"--ServerApp.contents_manager_class={LAB_CONTENTS}")  # untouched notebooks open clean
+    if euid == 0 and "--allow-root" not in args:
+        args.insert(0, "--allow-root")
+    return args
+
+
 def apt_upgrades(simulation: str) -> tuple[list[str], list[str]]:
     """From ``apt-get -s install`` output: the packages it would newly install, and those it would upgrade."""
     new, upgraded = [], []
@@ -194,7 +219,7 @@ def main(argv: list[str]) -> int:
         return run([env.bin / "alarmkit", "demo", *rest], cwd=ROOT)
     if cmd == "lab":
         env = ensure_env("notebooks")
-        return run([env.python, "-m", "jupyter", "lab", *(rest or ["notebooks/"])], cwd=ROOT)
+        return run([env.python, "-m", "jupyter", "lab", *lab_arguments(rest)], cwd=ROOT)
     if cmd == "notebooks":
         env = ensure_env("notebooks")
         rest = ["--html" if a == "--out" else "--html=" + a[6:] if a.startswith("--out=") else a for a in rest]

@@ -251,6 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile,
                               max_work=args.max_work or None, **params)
+        verdict = result.verdict  # said first: what the run's checks found (read while the journal is open)
     except (TypeError, ValueError, ArithmeticError) as err:
         if not params:
             raise  # the built-in scenario with its own defaults failing is a bug: keep the traceback
@@ -265,8 +266,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             journal.close()
     result = result.to_dict()
     if args.json:
-        print(json.dumps(result, default=str))
+        print(json.dumps({"verdict": verdict.to_dict(), **result}, default=str))
         return 0
+    print("verdict: " + "\n  ".join(verdict.lines()))
     print(_readable(result, args.db))
     return 0
 

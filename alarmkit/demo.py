@@ -44,10 +44,14 @@ def run_demo(db: str = "journal.duckdb", out: str = "reports", seed: int = 1, fr
         before = int(journal.sql("SELECT count(*) AS n FROM runs").iloc[0]["n"])
         first = int(journal.sql("SELECT coalesce(max(run_id), 0) + 1 AS n FROM runs").iloc[0]["n"])
         output_folder(folder, "--out")
+        verdicts = {}  # each report says first what its run's checks found (the journal keeps no obligations)
         for sc in tqdm(scenarios, desc="scenarios", unit="run"):
-            results.append(run_scenario(sc.name, seed=seed, journal=journal).to_dict())  # plain data: no live sim
+            run = run_scenario(sc.name, seed=seed, journal=journal)
+            verdicts[targets[sc.name].name] = run.verdict
+            results.append(run.to_dict())  # plain data: no live sim
         names = {targets[r["scenario"]].name: r["run_id"] for r in results}  # one plotly.min.js beside them
-        for r, page in zip(results, export_folder(journal, names, folder, lambda xs: tqdm(xs, desc="reports", unit="file"))):
+        for r, page in zip(results, export_folder(journal, names, folder, lambda xs: tqdm(xs, desc="reports", unit="file"),
+                                                  verdicts)):
             r["report_html"] = str(page)
         # counted in the file: a comparing scenario journals a second run beside its own
         events, runs, last = journal.sql(

@@ -143,7 +143,7 @@ pd.DataFrame(short["celld"])[["cell", "woken_by", "armed_at_ms", "fired_at_ms", 
 #
 # ## Try it
 #
-# The explorer runs the celld side of the fleet. Change **resident ms** (`null` is celld's 1 h),
+# The explorer runs the celld side of the fleet. Tick **resident ms** and give a time (unticked is celld's 1 h),
 # **spacing ms** or **cells**, and watch the lateness in the events table and the timeline.
 
 # %%

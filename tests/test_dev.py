@@ -116,10 +116,12 @@ def test_test_command_asks_pytest_why_tests_were_skipped(monkeypatch):
     monkeypatch.setattr(dev, "ensure_chromium", lambda log: None)
     monkeypatch.setattr(dev, "ensure_workerd", lambda env: None)
     monkeypatch.setattr(dev, "run", lambda cmd, **kw: ran.append([str(c) for c in cmd]) or 0)
+    monkeypatch.setattr(dev.os, "geteuid", lambda: 1000)  # as root, lab adds --allow-root (tests/test_dev_lab.py)
     assert dev.main(["test", "tests/kernel/test_kernel.py", "-x"]) == 0
     assert ran[-1][1:] == ["-m", "pytest", "-rs", "tests/kernel/test_kernel.py", "-x"]
     assert dev.main(["lab"]) == 0
-    assert ran[-1][1:] == ["-m", "jupyter", "lab", "notebooks/"]
+    assert ran[-1][1:] == ["-m", "jupyter", "lab", "--ServerApp.contents_manager_class=alarmkit.viz._lab.NotebookContents",
+                           "notebooks/"]
 
 
 def test_no_command_prints_the_usage(capsys):

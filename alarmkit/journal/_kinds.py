@@ -21,7 +21,8 @@ class                kinds (who writes them)
 ``crash``            ``crash``, ``facet_broken``, ``actor_broken``, ``aborted`` (``ctx.abort``)
 ``fault``            ``fault``
 ``restart``          ``restart``
-``lifecycle``        ``construct``, ``call``, ``evict``, ``bucket``, ``clock_start`` (a clock from an epoch)
+``process death``    an ``evict`` whose reason is not ``idle`` (forced or injected; not a journal kind)
+``lifecycle``        ``construct``, ``call``, ``evict`` (idle), ``bucket``, ``clock_start`` (a clock from an epoch)
 ===================  ==========================================================================
 
 Every other kind counts under its own name: the keepalive's ``keepalive_arm``/``_disarm``/``_fire``
@@ -39,6 +40,7 @@ from .._checks import shown, text, time_ms
 from ..errors import InvalidValue
 
 DUPLICATE = "duplicate effect"  # not a journal kind: an effect whose (name, key) already ran on its object in the run
+DEATH = "process death"  # not a journal kind: an ``evict`` for any reason but idle (forced, injected): work in flight dies
 
 CLASS_OF: dict[str, str] = {
     "arm": "armed", "proxy_arm": "armed", "disarm": "disarmed", "fire": "fired",
@@ -49,7 +51,7 @@ CLASS_OF: dict[str, str] = {
     "abandoned": "abandoned",
     "revive": "revived", "revival": "revived",
     "effect": "effect",
-    DUPLICATE: DUPLICATE,
+    DUPLICATE: DUPLICATE, DEATH: DEATH,
     "crash": "crash", "facet_broken": "crash", "actor_broken": "crash", "aborted": "crash",
     "fault": "fault",
     "restart": "restart",
@@ -82,6 +84,68 @@ def class_counts(kinds: Iterable[str] | pd.Series) -> dict[str, int]:
     and duplicates, as the timeline draws them)."""
     s = pd.Series(list(kinds) if not isinstance(kinds, pd.Series) else kinds, dtype=object)
     return {str(c): int(n) for c, n in s.map(kind_class).value_counts().items()}
+
+
+def run_counts(events: pd.DataFrame) -> dict[str, int]:
+    """What one run did, each thing counted as what it is (the summary's numbers; the timeline draws the same events).
+
+    - ``runs``: ``fire`` events (alarm() invocations). A run is a *retry* when the last alarm event of its
+      object before it (a ``fire``, a ``retry_scheduled`` or a user ``arm``/``disarm``) is a ``retry_scheduled``:
+      the platform's backoff scheduled it (workerd ``alarm-scheduler.cc``: a failed handler with no alarm set
+      by the user is retried). A counted retry carries ``retry_count > 0``; an uncounted one keeps 0, as on
+      workerd, where ``retryCountsAgainstLimit`` false does not advance the count.
+    - ``retries_scheduled``: every ``retry_scheduled`` (one drawn backoff arrow each); a user ``set_alarm``
+      before the retry's time replaces it, so it may schedule more than run.
+    - ``arms``: user ``arm`` events (not a retry's own arm; a facet proxy's ``proxy_arm`` is written beside
+      the ``arm`` it makes, so not counted twice), of which ``rearms`` moved an alarm that was set; ``disarms``; ``rungs``: the keepalive's ``keepalive_arm``; ``revivals``: ``revive`` and
+      ``revival``; ``crashes``: the crash class; ``failed``: ``handler_error``; ``restarts``;
+      ``evictions`` split into ``idle evictions`` (``reason: idle``) and ``process deaths`` (any other reason).
+    """
+    if events is None or not len(events):
+        return {k: 0 for k in _COUNT_KEYS}
+    kind = events["kind"].astype(str)
+    rc = pd.to_numeric(events["retry_count"], errors="coerce")
+    user_arm = (kind == "arm") & rc.isna()  # a facet proxy's proxy_arm is journaled beside the arm it makes
+    # the alarm's own history, per object, in journal order: which of these came last before a fire
+    keep = kind.isin(["fire", "retry_scheduled", "disarm"]) | user_arm
+    sub = events.loc[keep, ["seq", "object_id", "namespace"]].assign(kind=kind[keep])
+    sub = sub.sort_values("seq", kind="stable")
+    prev = sub.groupby([sub["namespace"].astype(str), sub["object_id"].astype(str)], sort=False)["kind"].shift(1)
+    fire_rows = sub.index[(sub["kind"] == "fire").to_numpy()]
+    retry = (prev.loc[fire_rows] == "retry_scheduled")
+    retry_idx = retry[retry].index
+    counted = int((rc.loc[retry_idx].fillna(0) > 0).sum())
+    moved = user_arm & events["prev_scheduled_ms"].notna()
+    reason = events.loc[kind == "evict", "detail"].astype(str).str.extract(r'"reason":"([^"]*)"')[0]
+    idle = int((reason == "idle").sum())
+    out = {
+        "runs": int((kind == "fire").sum()),
+        "retries": int(len(retry_idx)),
+        "counted retries": counted,
+        "uncounted retries": int(len(retry_idx)) - counted,
+        "retries scheduled": int((kind == "retry_scheduled").sum()),
+        "ok": int((kind == "handler_ok").sum()),
+        "failed": int((kind == "handler_error").sum()),
+        "abandoned": int((kind == "abandoned").sum()),
+        "skipped": int((kind == "fire_skipped").sum()),
+        "arms": int(user_arm.sum()),
+        "rearms": int(moved.sum()),
+        "disarms": int((kind == "disarm").sum()),
+        "rungs": int((kind == "keepalive_arm").sum()),
+        "revivals": int(kind.isin(kinds_of("revived")).sum()),
+        "crashes": int(kind.isin(kinds_of("crash")).sum()),
+        "faults": int((kind == "fault").sum()),
+        "restarts": int((kind == "restart").sum()),
+        "idle evictions": idle,
+        "process deaths": int(len(reason)) - idle,
+    }
+    out["first runs"] = out["runs"] - out["retries"]
+    return out
+
+
+_COUNT_KEYS = ("runs", "retries", "counted retries", "uncounted retries", "retries scheduled", "ok", "failed",
+               "abandoned", "skipped", "arms", "rearms", "disarms", "rungs", "revivals", "crashes", "faults",
+               "restarts", "idle evictions", "process deaths", "first runs")
 
 
 def custom_event(kind: Any, scheduled_ms: Any, prev_ms: Any, retry_count: Any, detail: Any) -> dict | None:

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..errors import AlarmkitError, InvalidValue
-from . import EventRow, frame_rows
+from ._events import EventRow
+from ._frames import frame_rows
 
 __all__ = ["Obligation", "Violation", "Report", "check", "check_run", "INVARIANTS", "DEFAULT_GRACE_MS",
            "DEFAULT_MAX_UNCOUNTED_RETRIES"]

@@ -115,6 +115,20 @@ class RunResult:
             raise AlarmkitError("this RunResult has no simulation; read its events with Journal.events(run_id)")
         return self.sim.events()
 
+    @property
+    def verdict(self) -> Any:
+        """The run's ``Verdict`` (``alarmkit._verdict``): its obligations and every invariant checked with
+        ``ak.check``, each broken one with its object, time and one-line cause; said first by the CLI,
+        the report and the explorer. Without the simulation nothing can be checked, and it says so."""
+        from ..journal import Verdict, verdict_of
+
+        if self.sim is None:
+            return Verdict(None, 0, (), note="this result has no simulation to check; run it again with run_scenario")
+        cached = self.__dict__.get("_verdict")
+        if cached is None:
+            cached = self.__dict__["_verdict"] = verdict_of(self)
+        return cached
+
     def __getitem__(self, key: str) -> Any:
         try:
             return self.summary[key]

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..journal import DUPLICATE, kind_class
+from ..journal import DEATH, DUPLICATE, kind_class
 from ._labels import place_labels
 from ._timeline import _FONT, _LINE_CLASS, BLACK, BLUE, DENSITY_BINS, DENSITY_SCALE, DETAIL_IN_VIEW, DETAIL_LIMIT, GREEN, GREY, HOVER_CHARS, KIND_STYLE, LABEL_CHARS, LABEL_LIMIT, NOTABLE, ORANGE, OVERVIEW_THRESHOLD, PURPLE, ROW_GAP, RUNTIME_LANE, SHAPE_LIMIT, TICK_LIMIT, VERMILION, _details, _hover, _label, _lanes, _mark_duplicates, _pairs, _unit, esc, fmt_ms, style
 from ..errors import AlarmkitError
@@ -124,6 +124,7 @@ class _Drawer:
         moved = user[user["prev_scheduled_ms"].notna() & (user["prev_scheduled_ms"] != user["scheduled_ms"])]
         new = user[user["prev_scheduled_ms"].isna() & (user["scheduled_ms"] != user["t_ms"])]
         retry = df[(df["kind"] == "retry_scheduled") & df["scheduled_ms"].notna()]
+        new, moved, retry = (self.cut_at_change(df, x) for x in (new, moved, retry))
         groups = [  # (legend, role, events, start column, line, opacity, offset from the alarm row)
             ("alarm armed → due", "lead", new, "t_ms", dict(color=BLUE, width=1, dash="dot"), 0.6, 0.07),
             ("alarm moved earlier", "earlier", moved[moved["scheduled_ms"] < moved["prev_scheduled_ms"]],
@@ -143,22 +144,52 @@ class _Drawer:
         if 0 < len(wide) <= LABEL_LIMIT:
             self.rung_labels(wide, "keepalive rung", "lead_ms", row)
 
+    def cut_at_change(self, df: pd.DataFrame, sub: pd.DataFrame) -> pd.DataFrame:
+        """``sub`` with ``end_ms``: where its alarm line ends, its due time or, when the code set, moved or
+        deleted the alarm before then (or a retry re-armed it), that change's time; ``ended_by`` names it."""
+        changes = df[df["kind"].isin(["arm", "disarm"])][["lane", "seq", "t_ms", "kind"]].sort_values("seq")
+        end = sub["scheduled_ms"].astype(float).to_numpy().copy()
+        by = np.array([""] * len(sub), dtype=object)
+        for lane, group in changes.groupby("lane", sort=False):
+            mine = (sub["lane"] == lane).to_numpy()
+            if not mine.any():
+                continue
+            seqs = group["seq"].to_numpy()
+            at = np.searchsorted(seqs, sub.loc[mine, "seq"].to_numpy(), side="right")
+            ok = at < len(seqs)
+            idx = np.flatnonzero(mine)[ok]
+            t_next = group["t_ms"].to_numpy(float)[at[ok]]
+            kind_next = group["kind"].to_numpy()[at[ok]]
+            sooner = t_next < end[idx]
+            end[idx[sooner]] = t_next[sooner]
+            by[idx[sooner]] = np.where(kind_next[sooner] == "disarm", "deleted", "replaced")
+        return sub.assign(end_ms=end, ended_by=by)
+
     def rung_labels(self, waits: pd.DataFrame, kind: str, field: str, row: int) -> None:
-        """``+10 s`` over the middle of each wait (a retry's backoff, a keepalive's lead)."""
+        """The real wait (``+2.432 s``: armed to due) over the middle of each wait (a retry's backoff, a
+        keepalive's lead); the nominal rung and the jitter in its hover."""
         waits = waits.sort_values(["y", "t_ms"])
-        mid_ms = (waits["t_ms"].to_numpy(float) + waits["scheduled_ms"].to_numpy(float)) / 2
+        t0, t1 = waits["t_ms"].to_numpy(float), waits["scheduled_ms"].to_numpy(float)
+        mid_ms = (t0 + t1) / 2
         lane = waits["y"].to_numpy()
         where = "top center"  # alarmkit._labels moves a label that would cover another
-        text = [f"+{fmt_ms(d[field])}" if isinstance(d.get(field), (int, float)) else "" for d in _details(waits["detail"])]
+        text = [f"+{fmt_ms(b - a)}" for a, b in zip(t0, t1)]
+        hover = [f"{esc(kind)}: waited {fmt_ms(b - a)}"
+                 + (f"<br>nominal +{fmt_ms(d[field])}" if isinstance(d.get(field), (int, float)) else "")
+                 + (f", jitter +{fmt_ms(d['jitter_ms'])}" if isinstance(d.get("jitter_ms"), (int, float)) else "")
+                 + (f"<br>rung {d['rung']}" if isinstance(d.get("rung"), int) else "")
+                 for a, b, d in zip(t0, t1, _details(waits["detail"]))]
         self.fig.add_trace(go.Scatter(x=mid_ms / self.scale, y=lane - ROW_GAP, text=text, mode="text",
                                       textposition=where, textfont=dict(size=11, color="#8a3d6b"),
-                                      showlegend=False, hoverinfo="skip", meta={"role": "label", "kind": kind}),
+                                      hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+                                      showlegend=False, meta={"role": "label", "kind": kind}),
                            row=row, col=1)
 
     def arrows(self, sub: pd.DataFrame, start: str, name: str, role: str, line: dict, opacity: float, dy: float,
                row: int) -> None:
         t0 = sub[start].to_numpy(float)
-        t1 = sub["scheduled_ms"].to_numpy(float)
+        t1 = sub["end_ms"].to_numpy(float) if "end_ms" in sub else sub["scheduled_ms"].to_numpy(float)
+        t1 = np.where(t1 > t0, t1, sub["scheduled_ms"].to_numpy(float))  # a change before the line starts: due
         yy = sub["y"].to_numpy(np.float32) - np.float32(ROW_GAP - dy)
         xs, ys = _pairs(t0 / self.scale, yy, t1 / self.scale, yy)
         kw: dict[str, Any] = dict(mode="lines", line=line, opacity=opacity)
@@ -168,8 +199,11 @@ class _Drawer:
             if role != "lead":
                 kw.update(mode="lines+markers", marker=dict(symbol="arrow", angleref="previous", color=line["color"],
                                                             size=np.tile([0, 11, 0], len(sub))))
-            hover = [f"{esc(name)} at {fmt_ms(t)}: {fmt_ms(a)} → {fmt_ms(b)}<br>object: {esc(_label(lane), HOVER_CHARS)}"
-                     for t, a, b, lane in zip(sub["t_ms"], t0, t1, sub["lane"])]
+            by = sub["ended_by"] if "ended_by" in sub else pd.Series([""] * len(sub), index=sub.index)
+            hover = [f"{esc(name)} at {fmt_ms(t)}: {fmt_ms(a)} → {fmt_ms(due)}"
+                     + (f"<br><b>{e} at {fmt_ms(b)}</b>, before it was due" if e and b < due else "")
+                     + f"<br>object: {esc(_label(lane), HOVER_CHARS)}"
+                     for t, a, b, due, e, lane in zip(sub["t_ms"], t0, t1, sub["scheduled_ms"], by, sub["lane"])]
             kw.update(hovertext=np.repeat(hover, 3), hovertemplate="%{hovertext}<extra></extra>")
         self.trace(row, name, f"move:{role}", {"role": "move", "kind": role}, x=xs, y=ys, **kw)
 
@@ -221,7 +255,7 @@ class _Drawer:
             return [f"abandoned after {esc(d.get('attempts', '?'), LABEL_CHARS)} attempts" for d in _details(sub["detail"])]
         if len(sub) > 12:
             return None
-        if kind in ("crash", "restart"):
+        if kind in ("crash", "restart", DEATH):
             return [kind] * len(sub)
         if kind == "fault":
             return [esc(f"fault: {d.get('fault') or d.get('name') or d.get('kind') or '?'}", LABEL_CHARS)

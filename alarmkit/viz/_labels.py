@@ -1,5 +1,6 @@
 """Label placement for the timeline: every label written on the plot gets a place where it covers no
-other label and no marker, inside its plot area, or it is dropped (its text stays in the hover).
+other label, no marker and no vertical line (a restart, the explorer's "now" cursor), inside its plot
+area, or it is dropped (its text stays in the hover).
 
 Plotly places scatter text at a fixed side of its point and never checks for collisions. This pass
 runs once the figure's layout is known: it estimates each label's box in pixels (from the axis
@@ -16,6 +17,7 @@ import plotly.graph_objects as go
 
 NOMINAL_WIDTH = 1000  # px of plot area assumed; reports are wider (~1,200 px), so real gaps are larger
 CHAR_PX, LINE_PX, PAD = 7.0, 14.0, 2.0  # an 11 px label's character width and line height, with a margin
+LINE_HALF = 1.5  # px either side of a vertical line (a restart's, the explorer's cursor) no label may cover
 SIDES = ["bottom center", "top center", "middle right", "middle left", "top right", "bottom right",
          "top left", "bottom left"]
 # Rarer, more telling labels are placed first; the many small ones take the room that is left.
@@ -84,6 +86,13 @@ def place_labels(fig: go.Figure, width: float = NOMINAL_WIDTH) -> int:
             row["obstacles"].append(t)
         if t.text is not None and not isinstance(t.text, str) and "text" in (t.mode or ""):
             row["labels"].append(t)
+    vlines: dict[str, list[float]] = {}  # vertical lines a label must not sit on: restarts, the explorer's "now"
+    for sh in fig.layout.shapes or ():
+        if sh.type == "line" and sh.x0 is not None and sh.x0 == sh.x1:
+            vlines.setdefault("y" + (sh.xref or "x")[1:], []).append(float(sh.x0))
+    for t in fig.data:
+        if isinstance(t.meta, dict) and t.meta.get("role") == "cursor" and t.x is not None and len(t.x):
+            vlines.setdefault(t.yaxis or "y", []).append(float(t.x[0]))
     dropped = 0
     for yname, row in rows.items():
         if not row["labels"]:
@@ -95,6 +104,8 @@ def place_labels(fig: go.Figure, width: float = NOMINAL_WIDTH) -> int:
             s = _sizes(t, len(x))
             keep = np.isfinite(x) & np.isfinite(y) & (x > -20) & (x < ax.w + 20)
             marks.extend(zip(x[keep] - s[keep] / 2, y[keep] - s[keep] / 2, x[keep] + s[keep] / 2, y[keep] + s[keep] / 2))
+        for vx in ax.px(np.array(vlines.get(yname, []), float)):
+            marks.append((vx - LINE_HALF, -1e6, vx + LINE_HALF, 1e6))
         order = sorted(row["labels"], key=lambda t: PRIORITY.index(_kind(t)) if _kind(t) in PRIORITY else len(PRIORITY))
         placed: list = []
         boxes = np.array(marks, float).reshape(-1, 4)

@@ -17,8 +17,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ..journal import DUPLICATE
+from ..journal import DEATH, DUPLICATE
 from ..errors import AlarmkitError
+from .._text import _INVISIBLE, esc, fmt_ms  # noqa: F401 - the one escaping function, re-exported for the figures
 from ..journal import EVENT_COLUMNS
 from ..journal import check_frame as _check
 
@@ -57,7 +58,8 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "bucket": (GREY, "square-open", 8, -1),
     "construct": (GREY, "circle-open", 8, 1),
     "call": (GREY, "line-ns-open", 9, 1),
-    "evict": (GREY, "x-thin-open", 9, 1),
+    "evict": (GREY, "x-thin-open", 9, 1),  # idle eviction: nothing was running
+    DEATH: (VERMILION, "circle-x-open", 13, 1),  # the process went away with work in flight
 }
 _LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
@@ -65,7 +67,7 @@ ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)
 OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density map plus the notable events
 DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
-NOTABLE = {DUPLICATE, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
+NOTABLE = {DUPLICATE, DEATH, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
            "facet_broken", "actor_broken", "revival", "deploy"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800
 DENSITY_SCALE = [[0, "#eaf2fa"], [0.1, "#c6dbef"], [0.3, "#85b5da"], [0.6, "#3f7fbf"], [1, "#08306b"]]
@@ -88,24 +90,8 @@ def style(kind: str) -> tuple[str, str, int, int]:
 
 # Bidirectional controls reorder the text around them (U+202E shows "abc" as "cba"), and other
 # control characters draw nothing: both are shown as visible escapes such as \u202e.
-_INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e"
-                        "\u2066-\u2069\ufeff]")
 LABEL_CHARS = 48  # an object id or kind longer than this is cut on the axis and in legends
 HOVER_CHARS = 120  # ... and in hover text; the report's summary table holds the full text
-
-
-def esc(text: Any, limit: int | None = None) -> str:
-    """Text for plotly or an HTML page: control and bidirectional characters made visible (``\\u202e``),
-    cut to ``limit`` characters with an ellipsis, then ``<``, ``>`` and ``&`` escaped, so a journal
-    string never becomes markup. The one escaping function of the package.
-
-    Quotes stay: outside a tag they are text, and plotly does not decode ``&quot;``."""
-    s = "" if text is None else str(text)
-    if limit is not None and len(s) > limit:
-        s = s[:limit - 1] + "…"
-    s = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
-    s = s.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate cannot be written out
-    return html.escape(s, quote=False)
 
 
 def script_json(value: Any) -> str:
@@ -118,20 +104,6 @@ def script_json(value: Any) -> str:
     for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, safe)  # plotly escapes these too; said here, where the page's escaping lives
     return text
-
-
-def fmt_ms(ms: float) -> str:
-    """Exact, readable virtual time: ``850 ms``, ``3.072 s``, ``139.974 s``, ``12 min 5 s``, ``1 h 0 min 5 s``."""
-    ms = int(ms)
-    sign, ms = ("-" if ms < 0 else ""), abs(ms)
-    if ms < 1_000:
-        return f"{sign}{ms} ms"
-    if ms < 600_000:
-        return f"{sign}{ms / 1000:.3f}".rstrip("0").rstrip(".") + " s"
-    h, rest = divmod(ms, 3_600_000)
-    m, rest = divmod(rest, 60_000)
-    sec = f"{rest / 1000:.3f}".rstrip("0").rstrip(".") + " s"
-    return f"{sign}{h} h {m} min {sec}" if h else f"{sign}{m} min {sec}"
 
 
 def _unit(span_ms: float) -> tuple[str, int]:
@@ -161,8 +133,13 @@ def effect_idents(df: pd.DataFrame) -> pd.Series:
 
 
 def _mark_duplicates(df: pd.DataFrame) -> pd.DataFrame:
-    """Split effects into first runs and duplicates; remember where each duplicate's first run was."""
+    """Split effects into first runs and duplicates (remembering where each duplicate's first run was),
+    and evictions into idle ones and process deaths."""
     df = df.assign(kind2=df["kind"], first_t=np.nan, first_lane=None)
+    ev = df["kind"] == "evict"
+    if ev.any():  # a forced or injected eviction kills work in flight: not the grey idle x
+        idle = df.loc[ev, "detail"].astype(str).str.contains('"reason":"idle"', regex=False)
+        df.loc[idle[~idle].index, "kind2"] = DEATH
     eff = df["kind"] == "effect"
     if not eff.any():
         return df

@@ -9,8 +9,12 @@ with the settings of ``NBCONVERT_OFFLINE``, so a page loads nothing from the net
 offline because ``alarmkit.plots`` gives them an HTML copy with plotly.js once per page (see
 ``alarmkit._notebook``).
 
-The command writes only its own files: ``NN_name.html`` per notebook, ``index.html`` and
-``.alarmkit-notebooks.json``, the manifest of what it wrote (name and SHA-256). It overwrites a
+The bundle is a handout (``alarmkit._handout``): the index is a learning path, every page has
+contents, previous/next links, the glossary of marks (``marks.html``) linked under each figure, the
+source of its scenario and exercises with hidden answers; plotly.js is one shared ``plotly.min.js``.
+
+The command writes only its own files: ``NN_name.html`` per notebook, ``index.html``, ``marks.html``,
+``plotly.min.js`` and ``.alarmkit-notebooks.json``, the manifest of what it wrote (name and SHA-256). It overwrites a
 file only when the manifest says it wrote it and the file is unchanged since; it deletes nothing.
 """
 
@@ -23,12 +27,13 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
 from .._files import write_bytes, write_text
 from ..errors import AlarmkitError
+from ._handout import EXERCISES, GLOSSARY, PLOTLY_FILE, decorate, glossary_page, index_page, learning_paragraph, scenario_of
 
 __all__ = ["NBCONVERT_OFFLINE", "MANIFEST", "Page", "Bundle", "find_notebooks", "build_bundle"]
 
@@ -65,7 +70,9 @@ class Bundle:
 
     @property
     def bytes(self) -> int:
-        return sum(p.bytes for p in self.pages) + self.index.stat().st_size
+        """The whole bundle: the pages, the index, the glossary and the one shared plotly.js."""
+        shared = sum((self.out / n).stat().st_size for n in (GLOSSARY, PLOTLY_FILE) if (self.out / n).exists())
+        return sum(p.bytes for p in self.pages) + self.index.stat().st_size + shared
 
 
 def find_notebooks(source: str | Path = "notebooks", only: Iterable[str] | None = None) -> list[Path]:
@@ -151,22 +158,6 @@ class _Writer:
         return path
 
 
-def _index(pages: list[Page], ci: bool) -> str:
-    rows = "\n".join(
-        f'<li><a href="{html.escape(p.html.name)}">{html.escape(p.title or p.source.stem)}</a> '
-        f'<span class="s">{html.escape(p.summary)}</span> '
-        f'<span class="m">{p.figures} figure{"s" if p.figures != 1 else ""} · {p.bytes / 1e6:.1f} MB</span></li>'
-        for p in pages)
-    note = " (CI parameters: smaller sweeps)" if ci else ""
-    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-            "<title>alarmkit notebooks</title>\n<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;"
-            "margin:2rem auto;padding:0 1rem}li{margin:.35rem 0}.s{color:#333}.m{color:#777;font-size:13px}"
-            "</style></head>\n<body>\n<h1>alarmkit notebooks</h1>\n"
-            f"<p>Each page is a notebook executed top to bottom{html.escape(note)} and exported with its figures; "
-            "the pages work offline.</p>\n<ol>\n" + rows + "\n</ol>\n</body></html>\n")
-
-
 def _run(path: Path, env: dict, timeout: int, bar_position: int, progress: bool):
     import jupytext
     import nbclient
@@ -216,10 +207,14 @@ def build_bundle(out: str | Path, *, source: str | Path = "notebooks", only: Ite
         raise AlarmkitError(f"timeout is seconds per cell, at least 1, got {timeout!r}")
     paths = find_notebooks(source, only)
     writer = _Writer(Path(out))
-    writer.check([p.stem + ".html" for p in paths] + ["index.html"])
+    writer.check([p.stem + ".html" for p in paths] + ["index.html", GLOSSARY, PLOTLY_FILE])
     env = {**os.environ, **({"ALARMKIT_CI": "1"} if ci else {})}
     exporter = HTMLExporter(template_name="lab", **_OFFLINE_HTML)
-    pages: list[Page] = []
+    from plotly.offline import get_plotlyjs
+
+    plotlyjs = get_plotlyjs()
+    paragraphs: list[str] = []
+    done: list[tuple[Page, str, str | None, float]] = []  # each page's body waits for its next page's title
     with tqdm(paths, desc="notebooks", unit="notebook", disable=not progress) as bar:
         for path in bar:
             bar.set_postfix_str(path.stem)
@@ -227,10 +222,20 @@ def build_bundle(out: str | Path, *, source: str | Path = "notebooks", only: Ite
             nb = _run(path, env, timeout, 1, progress)
             title, summary = _title_and_summary(nb)
             body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or path.stem}})
-            page = writer.write(path.stem + ".html", body)
-            pages.append(Page(path, page, title, summary, _count_figures(nb), page.stat().st_size,
-                              time.perf_counter() - t0))
-    index = writer.write("index.html", _index(pages, ci))
+            page = Page(path, Path(out) / (path.stem + ".html"), title, summary, _count_figures(nb), 0, 0.0)
+            done.append((page, body, scenario_of(nb), time.perf_counter() - t0))
+            paragraphs.append(learning_paragraph(nb))
+    writer.write(PLOTLY_FILE, plotlyjs)  # once, beside the pages, which load it (offline)
+    writer.write(GLOSSARY, glossary_page())
+    pages: list[Page] = []
+    for i, (page, body, scenario, seconds) in enumerate(done):
+        prev = done[i - 1][0] if i else None
+        nxt = done[i + 1][0] if i + 1 < len(done) else None
+        text = decorate(body, page=page, prev=prev, next_=nxt, plotlyjs=plotlyjs, scenario=scenario,
+                        exercises=EXERCISES.get(page.source.name[:2], []))
+        written = writer.write(page.html.name, text)
+        pages.append(replace(page, html=written, bytes=written.stat().st_size, seconds=seconds))
+    index = writer.write("index.html", index_page(pages, paragraphs, ci))
     return Bundle(Path(out), index, pages)
 
 

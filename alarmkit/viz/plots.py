@@ -23,8 +23,11 @@ from ..journal import EVENT_KINDS
 __all__ = [
     "timeline", "compare", "backoff_ladder", "keepalive_ladder", "keepalive_rungs", "lateness", "lateness_ms", "KIND_STYLE", "DUPLICATE", "GL_THRESHOLD", "OVERVIEW_THRESHOLD",
     "style", "fmt_ms",
-    "esc", "effect_idents", "drawn_kinds",
+    "esc", "effect_idents", "drawn_kinds", "mark_missed", "MISSED",
 ]
+
+MISSED = "obligation due, never ran"  # the legend name of the verdict's mark on a timeline
+MISSED_INK = "#b00020"
 
 use_in_jupyter()  # in a Jupyter kernel, figures also carry offline HTML for nbconvert (see _notebook)
 
@@ -91,6 +94,34 @@ def timeline(events: pd.DataFrame, *, objects: Iterable[str] | None = None, kind
     panels = [(f"run {r}" if r != -1 else "run", df[df["run_id"].fillna(-1) == r]) for r in run_ids]
     return _build(panels, title or ("timeline" if len(panels) > 1 else f"timeline · {panels[0][0]}"), gl_threshold,
                   overview_threshold, legend, _window(window))
+
+
+def mark_missed(fig: go.Figure, misses: Iterable[Mapping[str, Any]]) -> int:
+    """Mark each due-but-never-ran obligation (``Verdict.misses``: object, due_ms, status, text) on a
+    ``timeline`` where it was due: a crimson circled x in its object's handler row, the cause in hover.
+    Returns how many were placed; one whose object has no single lane in the figure (filtered out, or
+    one name in two namespaces) is not drawn (the verdict's text still names it)."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    lanes = (meta.get("lanes") or {}).get("yaxis") or []
+    scale = meta.get("scale") or 1
+    xs, ys, hover = [], [], []
+    for m in misses:
+        name = esc(str(m["object"]), LABEL_CHARS)
+        # a lane is named "namespace:object" when the run has several namespaces; an obligation names the object
+        found = [i for i, lane in enumerate(lanes) if lane == name or lane.endswith(":" + name)]
+        if len(found) != 1:
+            continue
+        xs.append(float(m["due_ms"]) / scale)
+        ys.append(found[0])
+        what = "lost" if m.get("status") == "lost" else "overdue at the end"
+        hover.append(f"<b>{esc(MISSED)}</b> ({what}) at {fmt_ms(m['due_ms'])}<br>{esc(str(m.get('text', '')), 300)}")
+    if xs:
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=MISSED, legendgroup="missed",
+                                 marker=dict(symbol="square-x-open", size=18, color=MISSED_INK, line=dict(width=2)),
+                                 hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+                                 meta={"role": "verdict", "kind": "missed"}),  # a verdict, not a journal event
+                      row=1, col=1)
+    return len(xs)
 
 
 def compare(runs: Mapping[str, pd.DataFrame], *, objects=None, kinds=None, window=None, title: str = "compare",

@@ -19,12 +19,14 @@ import plotly.io as pio
 
 from ..errors import AlarmkitError
 from .._files import check_output, write_text
-from ..journal import CLASS_OF, class_counts
+from ..journal import CLASS_OF, class_counts, run_counts
 from .plots import (
-    backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms, timeline,
+    backoff_ladder, compare, drawn_kinds, effect_idents, esc, fmt_ms, keepalive_ladder, lateness, lateness_ms,
+    mark_missed, timeline,
 )
 from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
+from ..journal import verdict_of_events
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 
 __all__ = ["check_plotly_js", "is_plotly_js", "export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
@@ -51,6 +53,8 @@ table.summary th { text-align: left; font-weight: 600; padding: 4px 16px 4px 0; 
 table.summary td { padding: 4px 0; font-family: ui-monospace, 'SFMono-Regular', Menlo, monospace; white-space: pre-wrap;
                    word-break: break-word; }
 td.bad { color: #b03a00; font-weight: 600; }
+tr.verdict td { font-family: inherit; font-size: 15px; padding-bottom: 10px; }
+tr.verdict th { color: #222; font-size: 15px; }
 section.figure { border-top: 1px solid #eee; padding-top: 8px; margin-bottom: 16px; }
 """
 
@@ -61,14 +65,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     run = run or {}
     classes = class_counts(drawn_kinds(events)) if len(events) else {}
 
-    def n(cls: str) -> int:  # counted by class (alarmkit._kinds), as the timeline's marks are
-        return int(classes.get(cls, 0))
-
-    fires = events[events["kind"] == "fire"]
-    counted = fires["retry_count"].fillna(0) > 0  # a retry the platform counted against its limit
-    attempt = pd.to_numeric(fires["detail"].astype(str).str.extract(r'"attempt":(\d+)')[0], errors="coerce")
-    retries = int(((attempt > 1) | (attempt.isna() & counted)).sum())  # uncounted retries have retry_count 0
-    uncounted = retries - int(counted.sum())
+    c = run_counts(events)  # one classification (alarmkit._kinds.run_counts): the timeline draws the same events
     eff = events["kind"] == "effect"  # a duplicate is an effect that ran again on the same object, as check() counts
     effects = Counter(zip(events.loc[eff, "object_id"].astype(str), effect_idents(events)))
     dups = {(obj, *k.split("\0", 1)): n for (obj, k), n in effects.items() if n > 1}
@@ -82,10 +79,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         ("parameters", json.dumps(run.get("params") or {}, default=str), False),
         ("fault plan", json.dumps(faults, default=str) if faults else "none", False),
         ("events", f"{len(events):,} over {fmt_ms(span)} of virtual time", False),
-        ("attempts", f"{len(fires):,} alarm() runs ({retries:,} {'retry' if retries == 1 else 'retries'}"
-                     f"{f', {uncounted:,} of them uncounted' if uncounted > 0 else ''}); "
-                     f"{n('handler ok'):,} ok, {n('handler failed'):,} failed, {n('abandoned'):,} abandoned, "
-                     f"{n('revived'):,} revived", False),
+        ("attempts", _attempts(c), False),
         ("effects", f"{sum(effects.values()):,} run, {len(effects):,} distinct", False),
     ]
     if dups:
@@ -101,8 +95,15 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     listed = ", ".join(objects[:SHOW_OBJECTS]) + (f", … and {len(objects) - SHOW_OBJECTS:,} more"
                                                   if len(objects) > SHOW_OBJECTS else "")
     rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))
-    if n("crash") + n("fault") + n("restart"):
-        rows.append(("crashes, faults, restarts", f"{n('crash'):,}, {n('fault'):,}, {n('restart'):,}", False))
+    if c["arms"] + c["disarms"] + c["rungs"]:
+        rows.append(("alarms set", f"{c['arms']:,} set by the code ({c['rearms']:,} of them moved a set alarm), "
+                                   f"{c['disarms']:,} deleted" + (f"; {c['rungs']:,} keepalive rungs" if c["rungs"] else ""),
+                     False))
+    trouble = [(c[k], what) for k, what in (("crashes", "crash"), ("failed", "handler failure"),
+                                            ("process deaths", "process death"), ("faults", "fault"),
+                                            ("restarts", "restart"), ("idle evictions", "idle eviction"))]
+    if any(k for k, _ in trouble):
+        rows.append(("crashes, failures, restarts", ", ".join(_plural(k, what) for k, what in trouble), False))
     from ..runtime import journal_summary  # plan entries that injected nothing, from the runs row
 
     if journal_summary(run):
@@ -121,6 +122,28 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     return rows
 
 
+def _plural(n: int, noun: str) -> str:
+    if n == 1:
+        return f"{n:,} {noun}"
+    return f"{n:,} " + (noun[:-1] + "ies" if noun.endswith("y") else noun + "es" if noun.endswith(("sh", "ss")) else noun + "s")
+
+
+def _attempts(c: dict) -> str:
+    """``11 alarm() runs: 10 first runs, 1 retry (1 counted); 10 ok, 2 failed, 0 abandoned, 0 revived``."""
+    retries = _plural(c["retries"], "retry")
+    split = []
+    if c["retries"]:
+        split.append(f"{c['counted retries']:,} counted")
+        if c["uncounted retries"]:
+            split.append(f"{c['uncounted retries']:,} uncounted, retry_count 0")
+    unrun = c["retries scheduled"] - c["retries"]
+    if unrun > 0:
+        split.append(f"{unrun:,} more scheduled that never ran: replaced, or the run ended first")
+    return (f"{c['runs']:,} alarm() runs: {c['first runs']:,} first, {retries}"
+            + (f" ({'; '.join(split)})" if split else "")
+            + f"; {c['ok']:,} ok, {c['failed']:,} failed, {c['abandoned']:,} abandoned, {c['revivals']:,} revived")
+
+
 def _violation(v: Any) -> str:
     """A line for an ``invariants.Violation``, a dict or a string."""
     d = v.to_dict() if hasattr(v, "to_dict") else v
@@ -132,10 +155,11 @@ def _violation(v: Any) -> str:
 
 
 def run_figures(events: pd.DataFrame, run: dict | None = None,
-                peers: Mapping[str, pd.DataFrame] | None = None) -> list[go.Figure]:
+                peers: Mapping[str, pd.DataFrame] | None = None, verdict: Any = None) -> list[go.Figure]:
     """The report's figures: the timeline (with ``peers``, e.g. ``{"workerd": events}``, the
     ``compare`` figure of this run and them on one time axis), then the retry ladder, the keepalive's
-    rung ladder and lateness when the run has them."""
+    rung ladder and lateness when the run has them. A ``verdict``'s due-but-never-ran obligations are
+    marked on the timeline where they were due."""
     run = run or {}
     title = " · ".join(str(x) for x in (run.get("scenario"), _run_name(run) if "run_id" in run else None,
                                         run.get("profile")) if x) or "timeline"
@@ -148,6 +172,8 @@ def run_figures(events: pd.DataFrame, run: dict | None = None,
         figs = [compare({**mine, **peers}, title=f"{run.get('scenario', 'compare')}: {' vs '.join([*mine, *peers])}")]
     else:
         figs = [timeline(events, title=title)]
+        if verdict is not None:
+            mark_missed(figs[0], verdict.misses)
     if real:
         retitle_time_axes(figs[0])
     if (events["kind"] == "retry_scheduled").any():
@@ -211,10 +237,11 @@ def difference_line(runs: Mapping[str, pd.DataFrame], over_ms: int = 1_000) -> s
 
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
                 rows: Sequence[tuple[str, str, bool]] = (), plotlyjs: str = "inline",
-                clock: str = "virtual time") -> str:
+                clock: str = "virtual time", verdict: Any = None) -> str:
     """The page as a string: plotly.js once, inline (or, with ``plotlyjs=PLOTLY_FILE``, loaded from
     that file beside the page); every title and table cell escaped. ``clock`` names the time the
-    figures show (a real run's report says wall-clock time)."""
+    figures show (a real run's report says wall-clock time). A ``verdict`` (``RunResult.verdict``) is
+    the table's first row, each broken obligation or invariant in red."""
     from .._version import __version__
 
     figures = list(figures)
@@ -222,6 +249,8 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         raise AlarmkitError(f"report_html needs plotly figures, got {[type(f).__name__ for f in figures]}")
     table = "".join(f"<tr><th>{esc(k)}</th><td{' class=bad' if bad else ''}>{esc(v)}</td></tr>"
                     for k, v, bad in rows)
+    if verdict is not None:  # first: what a reviewer reads before anything else
+        table = f'<tr class="verdict"><th>verdict</th><td>{verdict.html()}</td></tr>' + table
     if plotlyjs not in ("inline", PLOTLY_FILE):
         raise AlarmkitError(f"plotlyjs is 'inline' or {PLOTLY_FILE!r}, got {plotlyjs!r}")
     shared = plotlyjs != "inline"
@@ -274,13 +303,15 @@ def _run_info(result: dict) -> dict:
 
 def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, run: dict | None = None,
                 events: pd.DataFrame | None = None, violations: Iterable[Any] | None = None,
-                title: str | None = None, plotlyjs: str = "inline") -> Path:
+                title: str | None = None, plotlyjs: str = "inline", verdict: Any = None) -> Path:
     """Write one self-contained HTML report; returns its path.
 
     ``figures_or_run`` is a figure or a list of figures (``run=``/``events=`` fill the summary), a
     run id (with ``journal=``), a ``run_scenario`` result, or a run's events DataFrame. A run that
     compared itself with another profile (keepalive-celld-vs-workerd) is drawn beside that run.
     ``plotlyjs=PLOTLY_FILE`` loads plotly.js from that file beside the page (see ``export_folder``).
+    The verdict row comes first: a ``run_scenario`` result's own (``RunResult.verdict``), the one given
+    as ``verdict=``, or, for events alone, the run-wide invariants (a journal holds no obligations).
     """
     figures: list[go.Figure] | None = None
     what = figures_or_run
@@ -294,6 +325,8 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         run, events = journal.run(what), journal.events(what)
     elif hasattr(what, "to_dict") and hasattr(what, "sim"):  # a run_scenario RunResult
         run = {**_run_info(what.to_dict()), **(run or {})}
+        if verdict is None and what.sim is not None:
+            verdict = what.verdict
         if journal is not None and what.run_id is not None:
             events = journal.events(what.run_id)
             run = {**journal.run(what.run_id), **run}
@@ -307,10 +340,12 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         raise AlarmkitError("export_html takes figures, a run id, a run_scenario result or events, "
                             f"got {type(what).__name__}")
     peers = peer_runs(journal, run) if journal is not None and run else {}
+    if verdict is None and events is not None and not events.empty and not real_run(run or {}):
+        verdict = verdict_of_events(events)
     if figures is None:
         if events is None or events.empty:
             raise AlarmkitError("this run has no events to report; did it run? (Journal.events(run_id) is empty)")
-        figures = run_figures(events, run, peers)
+        figures = run_figures(events, run, peers, verdict)
     rows = summary_rows(events, run, violations) if events is not None else []
     if peers:
         rows.insert(4, ("compared with", difference_line({_label(run, "this run"): events, **peers}), False))
@@ -318,7 +353,7 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
         title = f"{run.get('scenario', 'alarmkit')} · {_run_name(run)}" if run else "alarmkit report"
     out = check_output(path, ours=is_report, what="report", reading=_journal_file(journal))
     clock = "wall-clock time, from the run's first event" if real_run(run) else "virtual time"
-    return write_text(out, report_html(figures, title, rows, plotlyjs, clock), ours=is_report, what="report",
+    return write_text(out, report_html(figures, title, rows, plotlyjs, clock, verdict), ours=is_report, what="report",
                       reading=_journal_file(journal))
 
 
@@ -351,15 +386,18 @@ def check_plotly_js(folder: str | Path) -> Path:
 
 
 def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None,
-               plotlyjs: str = "inline") -> Path:
-    """``alarmkit export``: the report of one run of a journal."""
-    return export_html(int(run_id), path, journal=journal, violations=violations, plotlyjs=plotlyjs)
+               plotlyjs: str = "inline", verdict: Any = None) -> Path:
+    """``alarmkit export``: the report of one run of a journal (``verdict``: the run's, when the caller
+    ran it and holds its obligations; else the run-wide invariants are checked)."""
+    return export_html(int(run_id), path, journal=journal, violations=violations, plotlyjs=plotlyjs,
+                       verdict=verdict)
 
 
-def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, progress: Any = None) -> list[Path]:
+def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, progress: Any = None,
+                  verdicts: Mapping[str, Any] | None = None) -> list[Path]:
     """Write one report per ``{file name: run id}`` into ``folder`` and one ``plotly.min.js`` beside
     them, which every page loads (offline: nothing else is fetched). Returns the report paths.
-    ``progress`` wraps the items (e.g. ``tqdm``)."""
+    ``progress`` wraps the items (e.g. ``tqdm``); ``verdicts`` maps a file name to its run's verdict."""
     from plotly.offline import get_plotlyjs
 
     folder = Path(folder)
@@ -373,6 +411,6 @@ def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, 
     if not js.exists() or js.read_text(encoding="utf-8") != text:
         write_text(js, text, ours=is_plotly_js, what="plotly.js", reading=_journal_file(journal))
     items = list(reports.items())
-    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE)
+    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE, verdict=(verdicts or {}).get(name))
             for name, run_id in (progress(items) if progress else items)]
 

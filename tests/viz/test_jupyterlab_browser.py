@@ -237,7 +237,7 @@ def _drive(page, lab: dict, shots: Path) -> None:
     explorer.screenshot(path=str(shots / "explorer-revoke-throws.png"))
     assert "retry" in _legend(plot)  # the explorer groups its legend by class (alarmkit._kinds)
     assert _marks(plot) != before
-    status = explorer.locator(".widget-html").first.inner_text()
+    status = explorer.locator(".alarmkit-status").inner_text()  # below the verdict, the controls and the slider
     assert "2 alarm() attempts" in status and "'lease-0': 2" in status, status
 
 

@@ -96,13 +96,16 @@ def test_build_escapes_passes_the_environment_and_rebuilds_only_its_own_files(tm
     assert index.count("<li>") == 1 and 'href="01_hostile.html"' in index
     page = (out / "01_hostile.html").read_text(encoding="utf-8")
     assert "ci=1 cwd-is-source=False" in page  # --ci reached the kernel, which ran in a temporary folder
-    assert "* plotly.js v" in page
-    assert re.findall(r'<script[^>]*\ssrc="([^"]*)"', page) == ["", ""]  # require.js, MathJax: blanked
+    assert "* plotly.js v" not in page and "* plotly.js v" in (out / "plotly.min.js").read_text()  # shared, once
+    # require.js, MathJax: blanked; plotly.js from the file beside the page
+    assert re.findall(r'<script[^>]*\ssrc="([^"]*)"', page) == ["", "", "plotly.min.js"]
     assert 'import("https:' not in page and "elkUrl = \"https:" not in page  # mermaid too, were there diagrams
     assert _tree(src) == source_before  # nothing written beside the notebooks (ALARMKIT_OUT was elsewhere)
-    assert sorted(_tree(out)) == sorted([MANIFEST, "01_hostile.html", "index.html", "notes.txt"])
+    assert sorted(_tree(out)) == sorted([MANIFEST, "01_hostile.html", "index.html", "marks.html", "plotly.min.js",
+                                         "notes.txt"])
     assert (out / "notes.txt").read_text() == "mine"
-    assert sorted(json.loads((out / MANIFEST).read_text())["files"]) == ["01_hostile.html", "index.html"]
+    assert sorted(json.loads((out / MANIFEST).read_text())["files"]) == ["01_hostile.html", "index.html", "marks.html",
+                                                                       "plotly.min.js"]
 
     capsys.readouterr()
     build_bundle(out, source=src, ci=False, progress=True)  # its own files: replaced

@@ -192,5 +192,5 @@ def test_the_summary_writes_every_count_with_thousands_separators():
     rows = [(i, i * 10, "NS", f"o{i % 3}", k, i * 10, None, 0, {"name": "e", "key": i} if k == "effect" else {})
             for i, k in enumerate(["fire", "handler_ok", "effect"] * 1_200, start=1)]
     said = rows_of(rows_to_frame(1, rows))
-    assert said["attempts"] == "1,200 alarm() runs (0 retries); 1,200 ok, 0 failed, 0 abandoned, 0 revived"
+    assert said["attempts"] == "1,200 alarm() runs: 1,200 first, 0 retries; 1,200 ok, 0 failed, 0 abandoned, 0 revived"
     assert said["effects"] == "1,200 run, 1,200 distinct"
