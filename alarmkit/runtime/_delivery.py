@@ -41,8 +41,6 @@ class AlarmDelivery:
     profile: Profile
     faults: Faults
     fault_hooks: bool
-    _buf: list
-    _flush_len: int
     _limits: deque
     _watchdog: list | None
     _pending: tuple[int, int] | None
@@ -51,12 +49,7 @@ class AlarmDelivery:
         """Run ``alarm(info)`` in the object, then call ``done(token, ok, counted)``: how every
         ``AlarmBackend`` delivers an alarm (the one delivery API)."""
         host.invocations = n = host.invocations + 1
-        # log(), inlined, and the event packed (_events: its number, no text; with _alarm_done's handler_ok,
-        # 70,956 -> 67,809 instructions a lifecycle, valgrind, no journal)
-        buf = self._buf
-        buf += (self.kernel.now, ~host.code, "fire", scheduled, n, retry_count, None)
-        if len(buf) >= self._flush_len:
-            self._auto_flush()
+        self.log_packed("fire", host, scheduled, n, retry_count)
         if host.instance is not None and host.gate is None and not host.locks:
             self._start_handler(host, scheduled, retry_count, n, done, token)
         else:  # asleep or gated (a read in flight): the constructor (and its block_concurrency_while) runs first
@@ -159,8 +152,7 @@ class AlarmDelivery:
                 err = ObjectCrashed(f"object {host.label} crashed after alarm() returned, before the alarm was cleared")
         if err is None:
             nxt = host.alarm_backend.get(host)
-            # log(), inlined and packed as deliver()'s fire is (_events); deliver() flushes
-            self._buf += (self.kernel.now, ~host.code, "handler_ok", scheduled, nxt, retry_count, None)
+            self.log_packed("handler_ok", host, scheduled, nxt, retry_count)
             done(token, True, False)
         else:
             self._alarm_failed(host, scheduled, retry_count, err, done, token)

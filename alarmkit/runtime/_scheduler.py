@@ -76,13 +76,7 @@ class WorkerdScheduler:
         """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
         prev = self.rows.get(host)
         self.rows[host] = at
-        # sim.log("arm", ...), inlined as deliver() does for fire: one call fewer per committed set_alarm
-        # (with the Ready hop in _kernel.Task._step, 79,820 -> 70,946 instructions a lifecycle)
-        sim = self.sim
-        buf = sim._buf
-        buf += (self.kernel.now, host.code, "arm", at, prev, None, arm_detail(prev, at, cause))
-        if len(buf) >= sim._flush_len:
-            sim._auto_flush()
+        self.sim.log("arm", host, at, prev, None, arm_detail(prev, at, cause))
         entry = self.entries.get(host)
         if entry is None:
             self.entries[host] = self._schedule(host, at)
