@@ -257,3 +257,23 @@ class Var:
 
     def __repr__(self) -> str:
         return f"Var({self.value!r})"
+
+
+class Env:
+    """A worker's ``env`` as Python sees it (both hosts): namespaces, ``vars``, the Python objects given as bindings, and the refused
+    bindings (touching one raises ``WorkerUnsupported`` naming it)."""
+
+    def __init__(self, bindings: dict[str, Any]) -> None:
+        self.__dict__.update(bindings)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.__dict__[name]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"env has no binding {name!r} (its bindings: {names(self.__dict__)}); add it in "
+                             f"wrangler.jsonc or load_worker(..., bindings={{{name!r}: ...}})")
+
+    def __repr__(self) -> str:
+        return f"<env {sorted(self.__dict__)}>"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import AlarmkitError, JsHostError, WorkerError
-from .._base import Request, Response, RefusedBinding, Var, Worker, names
+from .._base import Env as JsEnv, Request, Response, RefusedBinding, Var, Worker, names
 from ._bridge import Bridge, _request_dict, _response
 from ._node import NodeProcess, cache_dir, find_esbuild, find_node, install
 
@@ -66,26 +66,6 @@ class JsNamespace:
 
     def __repr__(self) -> str:
         return f"<DurableObjectNamespace {self._binding}: {self._ns.cls.__name__}>"
-
-
-class JsEnv:
-    """``env`` as Python sees it: namespaces, ``vars``, the Python objects given as bindings, and the refused
-    bindings (touching one raises ``WorkerUnsupported`` naming it)."""
-
-    def __init__(self, bindings: dict[str, Any]) -> None:
-        self.__dict__.update(bindings)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.__dict__[name]
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise AttributeError(f"env has no binding {name!r} (its bindings: {names(self.__dict__)}); add it in "
-                             f"wrangler.jsonc or load_worker(..., bindings={{{name!r}: ...}})")
-
-    def __repr__(self) -> str:
-        return f"<env {sorted(self.__dict__)}>"
 
 
 class JsWorker(Worker):

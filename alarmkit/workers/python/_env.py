@@ -19,6 +19,8 @@ from ...runtime import Future
 from ._convert import from_rpc, to_rpc
 from ._state import JsId, _then
 
+from .._base import Env as JsEnv  # noqa: E402 - one env class for both hosts
+
 __all__ = ["JsEnv", "JsNamespace", "JsStub", "rpc_methods", "relaxed"]
 
 
@@ -165,23 +167,3 @@ class JsNamespace:
 
     def __repr__(self) -> str:
         return f"<DurableObjectNamespace {self._binding}: {self._cls.__name__}>"
-
-
-class JsEnv:
-    """``env``: every binding as an attribute (and ``env["NAME"]``)."""
-
-    def __init__(self, bindings: dict[str, Any]) -> None:
-        self.__dict__.update(bindings)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.__dict__[name]
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        known = ", ".join(sorted(self.__dict__)) or "none"
-        raise AttributeError(f"env has no binding {name!r} (its bindings: {known}); add it in wrangler.jsonc or "
-                             f"load_worker(..., bindings={{{name!r}: ...}})")
-
-    def __repr__(self) -> str:
-        return f"<env {sorted(self.__dict__)}>"
