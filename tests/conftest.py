@@ -4,9 +4,7 @@ import subprocess
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"  # Debian's chromium (dev.py installs it); Playwright never downloads a browser
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"]
+from chromium_paths import BROWSER_ARGS, CHROMIUM  # noqa: F401 - tests/chromium_paths.py
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from alarmkit._files import write_text
 from alarmkit.diff.command import report_page
 from alarmkit.viz.report import is_report
 
-from conftest import CHROMIUM
+from chromium_paths import CHROMIUM  # tests/chromium_paths.py
 
 pytestmark = [
     pytest.mark.browser,

@@ -14,7 +14,7 @@ import pytest
 import alarmkit as ak
 from alarmkit.viz.report import export_folder
 
-from conftest import CHROMIUM  # the browser fixture lives in conftest
+from chromium_paths import CHROMIUM  # tests/chromium_paths.py
 
 pytestmark = [
     pytest.mark.browser,

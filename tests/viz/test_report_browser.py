@@ -13,7 +13,7 @@ from alarmkit import DurableObject, Journal, Simulation, run_scenario
 from alarmkit.viz.plots import timeline
 from alarmkit.viz.report import export_html
 
-from conftest import CHROMIUM  # the browser fixture lives in conftest
+from chromium_paths import CHROMIUM  # tests/chromium_paths.py
 HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)">'
 
 pytestmark = [

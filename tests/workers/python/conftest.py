@@ -6,7 +6,7 @@ import pytest
 
 import alarmkit as ak
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from pyworker_support import FIXTURES  # noqa: E402
 
 
 @pytest.fixture
@@ -18,13 +18,3 @@ def load():
         return sim, sim.load_worker(FIXTURES / name, bindings=bindings)
 
     return make
-
-
-def kinds(sim, *wanted):
-    """(t_ms, object, kind, scheduled_ms) of the journal rows of these kinds."""
-    ev = sim.events()
-    ev = ev[ev["kind"].isin(wanted)]
-    import pandas as pd
-
-    return [(int(t), None if pd.isna(o) else o, k, None if pd.isna(s) else int(s))
-            for t, o, k, s in zip(ev["t_ms"], ev["object_id"], ev["kind"], ev["scheduled_ms"].astype(object))]

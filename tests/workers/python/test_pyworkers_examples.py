@@ -6,7 +6,7 @@ import time
 import alarmkit as ak
 import pytest
 
-from conftest import FIXTURES, kinds
+from pyworker_support import FIXTURES, kinds
 
 
 def test_fixtures_import_nothing_of_alarmkit():

@@ -8,7 +8,7 @@ from alarmkit.viz.plots import timeline
 from alarmkit.viz.report import export_html
 from alarmkit.workers import example, registered, run_worker
 
-from conftest import FIXTURES, kinds
+from pyworker_support import FIXTURES, kinds
 
 
 def test_a_restart_reloads_the_stored_alarm_and_the_constructor_restores_state(load):

@@ -11,7 +11,7 @@ import pytest
 import alarmkit as ak
 from alarmkit.errors import WorkerError, WorkerUnsupported
 
-from conftest import FIXTURES
+from pyworker_support import FIXTURES
 
 
 def write(tmp_path, name, source):
