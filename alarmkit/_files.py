@@ -117,7 +117,11 @@ def atomic_output(path: str | os.PathLike, *, ours: Recogniser | None, flag: str
         if as_path:
             yield tmp
         else:
-            with open(tmp, mode, encoding=None if "b" in mode else encoding) as f:
+            try:
+                f = open(tmp, mode, encoding=None if "b" in mode else encoding)
+            except OSError as err:  # name the user's path, not the temporary one beside it
+                raise OSError(err.errno, err.strerror, str(out)) from None
+            with f:
                 yield f
                 f.flush()
                 os.fsync(f.fileno())

@@ -60,6 +60,10 @@ def check_work(scenario: str, defaults: dict[str, Any], params: dict[str, Any], 
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
         raise ScenarioError(f"max_work is a cap on a run's estimated work units (an int >= 1), got {cap!r}")
     merged = {**defaults, **params}
+    for k in sorted(PERIODS & set(params)):  # a period of 0 or less is no period: refused, not sized
+        v = params[k]
+        if v is not None and not isinstance(v, bool) and isinstance(v, (int, float)) and v <= 0:
+            raise ScenarioError(f"scenario {scenario!r}: {k}={v!r} is not a period; {k} is a time in ms >= 1")
     est = estimate(merged)
     if est <= cap:
         return est

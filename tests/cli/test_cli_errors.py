@@ -229,7 +229,8 @@ def test_an_oversized_downtime_is_refused_where_it_enters(tmp_path):
 def test_run_without_db_says_it_was_not_journaled():
     p = alarmkit("run", "lease-normal", "--seed", "3")
     assert p.returncode == 0, p.stderr
-    first = p.stdout.splitlines()[0]
+    verdict, first = p.stdout.splitlines()[:2]  # the verdict comes first, then what ran
+    assert verdict.startswith("verdict: ")
     assert first.startswith("lease-normal (profile workerd, seed 3, not journaled: --db FILE keeps it): ")
     assert "None" not in first
 
@@ -238,7 +239,7 @@ def test_run_with_db_names_the_run_and_the_file(tmp_path):
     db = tmp_path / "j.duckdb"
     make_journal(db)
     p = alarmkit("run", "lease-normal", "--seed", "3", "--db", str(db))
-    assert p.stdout.splitlines()[0].startswith(f"lease-normal (profile workerd, seed 3, run 2 in {db}): ")
+    assert p.stdout.splitlines()[1].startswith(f"lease-normal (profile workerd, seed 3, run 2 in {db}): ")
 
 
 # -- export: reads only, writes only its own report ---------------------------------------------
