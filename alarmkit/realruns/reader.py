@@ -127,7 +127,9 @@ class TraceFile:
                                         "pass trace events as produced by workerd or Logpush") from None
                 except ValueError as err:
                     at_end = getattr(err, "pos", 0) >= len(buf) - 1 or str(err).startswith("Unterminated string")
-                    if at_end and len(buf) - pos < MAX_RECORD_CHARS and more():
+                    # a record cut by the read boundary can fail anywhere in it ("fal" of false, "1e" of 1e3),
+                    # not only at the buffer's end: read on while the file has more and the record may be whole
+                    if len(buf) - pos < MAX_RECORD_CHARS and more():
                         continue
                     if at_end and len(buf) - pos >= MAX_RECORD_CHARS:
                         raise AlarmkitError(f"{self.name}:{self._line(buf, pos)}: one record is over "

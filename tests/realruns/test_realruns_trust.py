@@ -404,3 +404,16 @@ def test_a_step_that_never_returns_is_named_and_nothing_is_left(tmp_path, worker
                                             r"stopped"):
         record(tmp_path / "w.js", "Hang", script, binary=workerd_binary, step_timeout_s=2)
     assert not list(tmp_path.glob("alarmkit-record-*"))
+
+
+def test_a_record_cut_by_the_read_boundary_inside_a_literal_is_read_whole(tmp_path, monkeypatch):
+    """A ``false``, ``null`` or number split by a chunk boundary failed with "is not JSON" (the decoder's
+    error is not at the buffer's end there); every position of the cut is tried."""
+    from alarmkit.realruns import reader
+
+    records = [{"a": False, "b": None, "c": 12345, "d": "x" * (i % 7)} for i in range(40)]
+    path = tmp_path / "split.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    for chunk in (7, 11, 13, 17, 29):
+        monkeypatch.setattr(reader, "CHUNK", chunk)
+        assert [v for _, v in reader.iter_values(path)] == records, chunk
