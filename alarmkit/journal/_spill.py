@@ -82,6 +82,10 @@ def read_spill(path: str | os.PathLike) -> tuple[dict, list[list]]:
             if not isinstance(row, list) or len(row) != width:
                 raise AlarmkitError(f"{str(p)!r} line {number} is not an event of {width} columns; the file was "
                                     "changed after alarmkit wrote it")
+            why = _bad_event(head["columns"], row)
+            if why:
+                raise AlarmkitError(f"{str(p)!r} line {number} is not an event alarmkit wrote ({why}); the file was "
+                                    "changed after alarmkit wrote it: nothing was written")
             rows.append(row)
     return head, rows
 
@@ -109,3 +113,26 @@ def spill_unwritten(journal: Any, columns: list[str]) -> tuple[Path | None, str]
     except (OSError, AlarmkitError, ValueError, TypeError) as err:
         return None, f"{type(err).__name__}: {err}"
     return journal._spill, ""
+
+
+_INTS = {"run_id": False, "seq": False, "t_ms": False, "scheduled_ms": True, "prev_scheduled_ms": True,
+         "retry_count": True}  # column -> may be null
+_TEXTS = {"kind": False, "namespace": True, "object_id": True, "detail": True}
+
+
+def _bad_event(columns: list, row: list) -> str:
+    """Why ``row`` is not a journal row as the journal wrote it (an empty string when it is one)."""
+    for name, value in zip(columns, row):
+        if name in _INTS:
+            if value is None:
+                if not _INTS[name]:
+                    return f"{name} is null"
+            elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**62:
+                return f"{name} is {value!r:.40}, not a whole number in 0..2**62"
+        elif name in _TEXTS:
+            if value is None:
+                if not _TEXTS[name]:
+                    return f"{name} is null"
+            elif not isinstance(value, str):
+                return f"{name} is {type(value).__name__}, not text"
+    return ""

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from alarmkit import FaultPlan, Journal
+from alarmkit import FaultPlan, Journal, run_scenario
 from alarmkit.errors import AlarmkitError
 from alarmkit.explore import explore, results_table
 
@@ -407,3 +407,29 @@ def test_error_lines_carry_no_control_characters(tmp_path):
     proc = _cli("export", "--db", evil, "--run", "1", cwd=tmp_path)
     line = _one_error(proc, r"^alarmkit: error: ")
     assert not any(c in line for c in "\x1b\u202e\r") and "\\x1b" in line
+
+
+def test_recover_refuses_a_changed_spill_before_writing_anything(tmp_path):
+    """A spill whose rows are not the journal's (a run id of 1.5, a null kind, text for a time) or whose
+    header names a run the journal cannot hold is refused whole: the journal keeps its bytes."""
+    import json
+
+    from alarmkit.journal import EVENT_COLUMNS
+    from alarmkit.journal._spill import HEADER
+
+    db = tmp_path / "j.duckdb"
+    with Journal(db) as j:
+        run_scenario("lease-normal", seed=0, journal=j)
+    before = db.read_bytes()
+    good = [1, 99, 5, "LEASES", "ledger", "effect", None, None, None, '{"name":"x"}']
+    bad_rows = {"float run": [1.5, *good[1:]], "null kind": [*good[:5], None, *good[6:]],
+                "text time": [1, 99, "soon", *good[3:]], "bool seq": [1, True, *good[2:]]}
+    for why, row in bad_rows.items():
+        spill = tmp_path / f"{why.replace(' ', '_')}.jsonl"
+        spill.write_text(json.dumps({"written_by": HEADER, "columns": EVENT_COLUMNS, "journal": str(db), "runs": {}})
+                         + "\n" + json.dumps(row) + "\n", encoding="utf-8")
+        p = subprocess.run([sys.executable, "-m", "alarmkit", "journal", "recover", str(spill), "--db", str(db)],
+                           capture_output=True, text=True, cwd=tmp_path)
+        assert p.returncode == 2 and "is not an event alarmkit wrote" in p.stderr, (why, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1
+        assert db.read_bytes() == before, why
