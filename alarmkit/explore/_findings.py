@@ -88,12 +88,14 @@ class Checked:
     runs_raised: int
     faults_applied: int
     runs_with_faults: int
+    obligations: int = -1  # obligations checked over all runs; -1 when the table does not say
 
     @classmethod
     def of(cls, table: pd.DataFrame, invariants: tuple[str, ...]) -> Checked:
         injected = table["faults_injected"].astype("int64") if len(table) else pd.Series([], dtype="int64")
+        owed = int(table["obligations"].fillna(0).astype("int64").sum()) if "obligations" in table else -1
         return cls(tuple(invariants), int(len(table)), int((table["error"] != "").sum()) if len(table) else 0,
-                   int(injected.sum()), int((injected > 0).sum()))
+                   int(injected.sum()), int((injected > 0).sum()), owed)
 
     def counts(self) -> str:
         """``7 invariants checked over 20 runs, 14 faults applied (in 12 runs)``."""
@@ -109,14 +111,20 @@ class Checked:
             return (f"{self.counts()}: no violation found, but this says nothing about faults (ask for random "
                     "runs with --seeds N, or crash points with --crash-points all)")
         under = "under the faults that applied (see the warning)" if warned else "under these faults"
-        said = f"no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, {under}: {self.counts()}"
+        if self.obligations == 0:  # lost, early, late and dropped work are measured against obligations
+            said = (f"no early or overlapping alarm and no runaway retries {under}: {self.counts()}; the scenario "
+                    "declares no obligations, so lost, early, late or dropped work was not checked")
+        else:
+            said = (f"no lost work, no early or overlapping alarm, no wake-up dropped or pushed late, {under}: "
+                    f"{self.counts()}")
         if self.runs_raised:
             said += f"; {_n(self.runs_raised, 'run')} raised out of the scenario and were checked only up to there"
         return said
 
     def to_dict(self) -> dict[str, Any]:
         return {"invariants": list(self.invariants), "runs": self.runs, "runs_raised": self.runs_raised,
-                "faults_applied": self.faults_applied, "runs_with_faults": self.runs_with_faults}
+                "faults_applied": self.faults_applied, "runs_with_faults": self.runs_with_faults,
+                "obligations": self.obligations}
 
 
 @dataclass
