@@ -241,8 +241,10 @@ class Bridge:
         if binding in self.services or binding in self.objects:  # a stub the user gave
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
                 # workerd's output gate holds a subrequest until the writes before it are confirmed
-                # (src/workerd/io/io-gate.h): the request leaves after the commit, and a crash can fall between
+                # (src/workerd/io/io-gate.h): the request waits for the turn's commit (storage.sync()
+                # suspends until it), so a crash before the commit loses the writes and the request both
                 await self.sim.kernel.checkpoint(None)
+                await obj.ctx.storage.sync()
                 key_of = args[0]["url"] if method == "fetch" and args and isinstance(args[0], dict) else method
                 await obj.ctx.effect(binding, key_of, method=args[0]["method"] if method == "fetch" else method)
             return await self._python_binding(binding, method, args)
