@@ -87,10 +87,35 @@ function alarmTime(t) {
   return ms;
 }
 
+// ctx.storage.kv: the synchronous key-value API of a SQLite-backed object (workerd's SyncKvStorage)
+class SyncKvStorage {
+  constructor(iid) {
+    this._iid = iid;
+  }
+  get(key) {
+    checkKey(key);
+    const v = syncOp(["get", this._iid, key]);
+    return v === null ? undefined : v;
+  }
+  put(key, value) {
+    checkKey(key);
+    if (value === undefined) throw new TypeError("storage.kv.put() needs a value (undefined cannot be stored)");
+    S.report.ops.push(["put", this._iid, key, clone(value)]);
+  }
+  delete(key) {
+    checkKey(key);
+    return Boolean(syncOp(["delete", this._iid, key]));
+  }
+  list(options = {}) {
+    return syncOp(["list", this._iid, options])[Symbol.iterator]();
+  }
+}
+
 class Storage {
   constructor(iid) {
     this._iid = iid;
     this.sql = new SqlStorage(iid);
+    this.kv = new SyncKvStorage(iid);
   }
   async get(key) {
     if (Array.isArray(key)) {
@@ -153,7 +178,8 @@ class Storage {
     return syncOp(["getAlarm", this._iid]);
   }
   async setAlarm(t) {
-    S.report.ops.push(["setAlarm", this._iid, alarmTime(t)]);
+    // answered now: a class without alarm() throws here (workerd's assertCanSetAlarm, actor-state.c++)
+    syncOp(["setAlarm", this._iid, alarmTime(t)]);
   }
   async deleteAlarm() {
     S.report.ops.push(["deleteAlarm", this._iid]);
