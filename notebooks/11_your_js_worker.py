@@ -92,14 +92,21 @@ timeline(sim.events(), title="the TypeScript lease ledger: two leases, two fires
 # ## Finding the bug with `explore`
 #
 # `Leases.alarm()` deletes a lease's row, then awaits the revoke call. The delete commits when the
-# turn ends at that await; workerd's output gate lets the revoke request leave only after that
-# commit. A crash in between loses the revoke: the row is gone, so no retry will make it. The
-# scenario `js-leases` drives the ledger as above and owes one revoke per lease; `explore` crashes
-# the object at every await and under random fault plans, checks the obligations, and shrinks
-# what it finds to a plan you can replay.
+# turn ends at that await, and workerd's output gate lets the revoke request leave only after that
+# commit (src/workerd/io/io-gate.h). So a crash alone does not lose a revoke: before the commit it
+# loses the delete too (the retry revokes), after it the request is already out. What loses one is
+# the revoke failing after the commit: the service answers 503, or the request never arrives.
+# `revoke()` throws, the alarm fails and is retried, but the row is gone, so no retry makes the
+# revoke. The scenario `js-leases` drives the ledger as above and owes one revoke per lease;
+# `explore` runs it under a plan where the first revoke call fails before it reaches the service,
+# crashes the object at every await on top of that, checks the obligations, and shrinks what it
+# finds to a plan you can replay.
 
 # %%
-found = ak.explore("js-leases", seeds=SEEDS, depth=1, workers=1, progress=False, quiet=True)
+REVOKE_FAILS = ak.FaultPlan(effect_throws=[{"effect": "REVOKER", "times": 1, "when": "before"}])
+
+# %%
+found = ak.explore("js-leases", faults=REVOKE_FAILS, seeds=SEEDS, depth=1, workers=1, progress=False, quiet=True)
 
 # %%
 print(found.report())
@@ -108,14 +115,14 @@ print(found.report())
 cx = found.counterexamples[0]
 
 # %%
-assert cx.plan.crashes[0].task == "rpc:out:REVOKER.fetch"
+assert cx.plan.effect_throws[0].when == "before" and not cx.plan.crashes
 
 # %% [markdown]
 # ## The fix
 #
-# `LeasesFixed` revokes first and deletes after: a crash before the revoke leaves the row, and the
-# retry revokes it (perhaps twice: at-least-once, so the revoke must tolerate repetition). The same
-# plan, replayed on both classes, on one time axis:
+# `LeasesFixed` revokes first and deletes after: a failed revoke throws before the delete, so the
+# row stays and the retry revokes it (perhaps twice: at-least-once, so the revoke must tolerate
+# repetition). The same plan, replayed on both classes, on one time axis:
 
 # %%
 journal = ak.Journal()
@@ -128,10 +135,10 @@ pair.check().table()[["key", "due_ms", "done_ms", "count", "status"]]
 
 # %%
 pair.figure(kinds=["fault", "crash", "fire", "handler_error", "retry_scheduled", "effect", "handler_ok"],
-            window=(0, 10_000), title="the crash between the commit and the revoke")
+            window=(0, 10_000), title="a revoke that fails after the delete committed")
 
 # %%
-fixed = ak.explore("js-leases-fixed", seeds=SEEDS, depth=1, workers=1, progress=False, quiet=True)
+fixed = ak.explore("js-leases-fixed", faults=REVOKE_FAILS, seeds=SEEDS, depth=1, workers=1, progress=False, quiet=True)
 
 # %%
 print(fixed.report())

@@ -27,8 +27,8 @@ export class Leases extends DurableObject<Env> {
   async alarm(): Promise<void> {
     const due = this.sql.exec("SELECT id FROM leases WHERE expires <= ? ORDER BY id", Date.now()).toArray();
     for (const { id } of due) {
-      this.sql.exec("DELETE FROM leases WHERE id = ?", id); // forgotten first...
-      await this.revoke(id as string); // ...then revoked: a crash in between loses the revoke
+      this.sql.exec("DELETE FROM leases WHERE id = ?", id); // forgotten first (committed before the fetch leaves)...
+      await this.revoke(id as string); // ...then revoked: if the revoke fails, no retry finds the row
     }
     await this.rearm();
   }
@@ -48,7 +48,7 @@ export class LeasesFixed extends Leases {
   async alarm(): Promise<void> {
     const due = this.sql.exec("SELECT id FROM leases WHERE expires <= ? ORDER BY id", Date.now()).toArray();
     for (const { id } of due) {
-      await this.revoke(id as string); // revoked first (a retry may revoke twice: at least once)...
+      await this.revoke(id as string); // revoked first (a failure throws before the delete; a retry may revoke twice)...
       this.sql.exec("DELETE FROM leases WHERE id = ?", id); // ...then forgotten
     }
     await this.rearm();

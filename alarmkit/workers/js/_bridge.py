@@ -17,7 +17,7 @@ import itertools
 from typing import Any, Callable
 
 from ...runtime import DurableObject, Future
-from ...errors import AlarmkitError, JsError, JsHostError, JsValueError, WorkerUnsupported
+from ...errors import Aborted, AlarmkitError, JsError, ObjectCrashed, JsHostError, JsValueError, WorkerUnsupported
 from .._base import Request, Response
 from ._storage_ops import apply_op
 
@@ -27,6 +27,10 @@ __all__ = ["Bridge", "JsObject"]
 def _error_info(err: BaseException) -> dict:
     if isinstance(err, JsError):
         return {"name": err.js_name, "message": str(err)}
+    if isinstance(err, TypeError):  # NoAlarmHandler: workerd's assertCanSetAlarm throws a TypeError
+        return {"name": "TypeError", "message": str(err)}
+    if isinstance(err, (Aborted, ObjectCrashed)):  # workerd rejects a reset object's callers with a plain Error
+        return {"name": "Error", "message": str(err)}
     return {"name": type(err).__name__, "message": str(err)}
 
 
@@ -123,6 +127,8 @@ class Bridge:
         for m in methods:
             if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier():  # the first two forward themselves
                 body[m] = _rpc_method(m)
+        if "alarm" not in methods:  # a class without alarm(): workerd refuses setAlarm outside its constructor
+            body["alarm"] = None
         return type(js_class, (JsObject,), body)
 
     # -- promises and events ---------------------------------------------------------------------
@@ -241,8 +247,10 @@ class Bridge:
         if binding in self.services or binding in self.objects:  # a stub the user gave
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
                 # workerd's output gate holds a subrequest until the writes before it are confirmed
-                # (src/workerd/io/io-gate.h): the request leaves after the commit, and a crash can fall between
+                # (src/workerd/io/io-gate.h): the request waits for the turn's commit (storage.sync()
+                # suspends until it), so a crash before the commit loses the writes and the request both
                 await self.sim.kernel.checkpoint(None)
+                await obj.ctx.storage.sync()
                 key_of = args[0]["url"] if method == "fetch" and args and isinstance(args[0], dict) else method
                 await obj.ctx.effect(binding, key_of, method=args[0]["method"] if method == "fetch" else method)
             return await self._python_binding(binding, method, args)

@@ -10,23 +10,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-# ctx.facets is not provided by the JavaScript host (docs/workers-js.md): that probe cannot run there
-UNSUPPORTED = {"facet"}
 
 
 @pytest.mark.slow
 def test_twin_worker_js_under_the_host_matches_real_workerd(js_host):
     from alarmkit.calibrate.recorded import reference
-    from alarmkit.workers.js.fidelity import recheck_js
+    from alarmkit.workers.js.fidelity import NOT_RUN, recheck_js
 
     recorded = reference()
     cal = recheck_js(recorded)
-    judged = {n: v for n, v in cal.verdicts.items() if n not in UNSUPPORTED}
-    assert len(judged) >= 25                                              # every other recorded probe, long ones too
-    assert {"exhaustion", "revival", "abort_retry", "gate", "restart_past_due"} <= set(judged)
-    failed = {n: [c.name for c in v.checks if not c.ok] or v.error for n, v in judged.items() if not v.match}
+    assert set(cal.verdicts) == set(recorded.observed)                    # every recorded probe has a verdict
+    assert len(recorded.observed) == 42 and set(NOT_RUN) == {"facet"}     # ctx.facets: not in the JavaScript host
+    matched = {n for n, v in cal.verdicts.items() if v.match}
+    failed = {n: [c.name for c in v.checks if not c.ok] or v.error
+              for n, v in cal.verdicts.items() if not v.match and n not in NOT_RUN}
     assert not failed
-    assert not cal.verdicts["facet"].match                                # said, not hidden
+    assert matched == set(recorded.observed) - {"facet"}                  # 41 of 42, long ones and fid_* too
+    assert {"exhaustion", "revival", "abort_retry", "gate", "restart_past_due", "no_alarm_class",
+            "same_instant", "turn_abort_await", "ctor_fail_2", "delete_all_2026_11", "long_alarm"} <= matched
+    facet = cal.verdicts["facet"]                                         # said, not hidden, and never run
+    assert not facet.match and facet.error.startswith("simulator: not run under the JavaScript host")
+    assert "facet" not in cal.sim_runs
 
 
 def test_calibrate_cli_js_host_against_the_reference(js_host, tmp_path):

@@ -102,6 +102,7 @@ function construct(msg) {
   const hex = unique ? msg.name : hexOf(msg.binding, msg.name);
   const id = new DurableObjectId(hex, unique || msg.idname === null ? undefined : msg.idname);
   const ctx = new DurableObjectState(msg.iid, id);
+  ctx.storage._noAlarm = typeof cls.prototype.alarm !== "function";
   const rec = { obj: null, ctx };
   instances.set(msg.iid, rec);
   if (msg.drop !== null) {
