@@ -108,8 +108,17 @@ def test_the_all_clear_counts_invariants_runs_and_faults_applied():
     assert applied > 0 and ex.checked.runs == 7 and ex.checked.faults_applied == applied
     line = (f"2 invariants checked over 7 runs, {applied} faults applied (in {with_faults} runs)")
     assert ex.checked.counts() == line and line in ex.report()
-    assert ex.to_dict()["checked"] == {"invariants": ["lost", "early_fire"], "runs": 7, "runs_raised": 0,
-                                       "faults_applied": applied, "runs_with_faults": with_faults}
+    owed = int(ex.table["obligations"].sum())  # 6 leases a run: what lost work is checked against
+    assert owed == 42 and ex.to_dict()["checked"] == {
+        "invariants": ["lost", "early_fire"], "runs": 7, "runs_raised": 0, "faults_applied": applied,
+        "runs_with_faults": with_faults, "obligations": owed}
+
+
+def test_no_lost_work_is_said_only_when_obligations_were_checked():
+    ex = explore("lease-exhaustion", seeds=3, workers=1, progress=False)  # declares no obligations
+    assert ex.checked.obligations == 0 and not ex.counterexamples
+    said = ex.checked.all_clear(False)
+    assert "no lost work" not in said and "declares no obligations, so lost, early, late or dropped work was not" in said
 
 
 # -- 3. "nothing is lost" only when true ------------------------------------------------------------------
