@@ -292,3 +292,44 @@ if given is not None:
         before = snapshot(ts_project)
         run_cli(capsys, ["worker", str(ts_project / "w.ts"), "--bind", "BOX=Box", "--drive", str(d)])
         assert snapshot(ts_project) == before
+
+
+def test_the_node_host_dies_with_alarmkit_even_in_an_endless_loop(tmp_path):
+    """SIGKILL (or SIGTERM) of alarmkit while the user's JS spins: the Node host is killed with its parent
+    (PR_SET_PDEATHSIG), not left running at 100 % CPU under PID 1."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    write(tmp_path, "spin.js", 'import { DurableObject } from "cloudflare:workers";\n'
+          "export class S extends DurableObject { async spin() { while (true) {} } }\n")
+    script = ("import alarmkit as ak\nsim = ak.Simulation()\n"
+              f"w = sim.load_worker({str(tmp_path / 'spin.js')!r}, bindings={{'S': 'S'}})\n"
+              "print('loaded', flush=True)\nsim.call(w.env.S.getByName('a').spin())\n")
+    root = str(Path(__file__).resolve().parents[2])
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": root})
+    try:
+        assert p.stdout.readline().strip() == "loaded"
+        time.sleep(1)
+        kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        assert kids, "the Node host was not started"
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+    def live(pid):
+        try:
+            return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+    for _ in range(100):
+        if not any(live(k) for k in kids):
+            break
+        time.sleep(0.1)
+    left = [k for k in kids if live(k)]
+    for k in left:
+        os.kill(int(k), signal.SIGKILL)
+    assert not left, f"Node host(s) {left} outlived alarmkit"

@@ -12,6 +12,7 @@ import select
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,7 @@ class NodeProcess:
             self.proc = subprocess.Popen(
                 [node, "--no-warnings", str(HOST_DIR / "host.mjs"), str(to_r), str(from_w)],
                 pass_fds=(to_r, from_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )
         finally:
             os.close(to_r)
@@ -185,3 +187,15 @@ class NodeProcess:
                 pass
         self._out = self._in = -1
         self._err.close()
+
+
+def _die_with_parent() -> None:
+    """In the Node child, before it runs: SIGKILL it when alarmkit's process dies (``PR_SET_PDEATHSIG``),
+    SIGKILL and SIGTERM included; a user's endless loop in JS would never read the closed pipe."""
+    import ctypes
+    import signal as _signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, _signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux's libc: the pipe's end still stops a host that reads it
+        pass
