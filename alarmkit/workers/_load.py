@@ -36,6 +36,10 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
             raise WorkerError(f"bindings must map binding names (identifiers such as 'SESSIONS') to classes or "
                               f"objects, got {bindings!r:.80}")
         merged.update(bindings)
+    odd = sorted(k for k in merged if not isinstance(k, str) or not k.isidentifier() or k.startswith("__"))
+    if odd:  # env.__class__ and friends are Python's own attributes, never a binding
+        raise WorkerError(f"binding names are identifiers that do not start with '__' (e.g. 'SESSIONS'), got "
+                          f"{', '.join(repr(k)[:40] for k in odd[:5])}")
     if compatibility_date is not None:
         compat = compatibility_date
     compat = _compat(compat or sim.profile.compatibility_date)

@@ -204,3 +204,16 @@ def test_the_generated_drives_reach_the_worker(project, capsys):
     rc, out, err = run(capsys, ["worker", str(project / "w.py"), "--bind", "BOX=Box", "--drive", str(d)])
     check(rc, out, err)
     assert rc == 0 and "alarm() at      1002 ms" in out and "BOX:\\u202eb.put" in out
+
+
+@pytest.mark.parametrize("name", ["__class__", "__dict__"])
+def test_a_dunder_binding_name_is_refused_in_one_line(tmp_path, name):
+    """``--bind __class__=S`` raised TypeError from setattr on the env; it is a binding name error now."""
+    import alarmkit as ak
+    from alarmkit.workers import WorkerError
+
+    worker = tmp_path / "w.py"
+    worker.write_text("from workers import DurableObject\n\nclass S(DurableObject):\n    async def ping(self):\n"
+                      "        return 1\n", encoding="utf-8")
+    with pytest.raises(WorkerError, match=r"^binding names are identifiers that do not start with '__'"):
+        ak.Simulation().load_worker(worker, bindings={name: "S"})
