@@ -78,13 +78,16 @@ def count(peer: str, objects: int, rearms: int, tmp: Path) -> int:
     # one BLAS/OpenMP thread: numpy's OpenBLAS threads spin at import, and under valgrind how long they
     # spin varies run to run (the same SimPy run counted 2.10G to 2.21G instructions; with one thread,
     # 2,103,046,078 and 2,103,051,324: a difference of 0.05 instructions per lifecycle at this size)
+    return valgrind_count(peer, [CHILD.format(here=str(HERE)), peer, str(objects), str(rearms), str(db)])
+
+
+def valgrind_count(peer: str, child_args: list[str]) -> int:
+    """Instructions valgrind counts for ``python -c *child_args`` with one BLAS thread and no .pyc written
+    (the two reasons are above); also used by bench_kernel.py."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-         sys.executable, "-c", CHILD.format(here=str(HERE)), peer, str(objects), str(rearms), str(db)],
-        capture_output=True, text=True, env=env,
-    )
+    proc = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           sys.executable, "-c", *child_args], capture_output=True, text=True, env=env)
     found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
     if proc.returncode != 0 or found is None:
         raise SystemExit(f"valgrind run of {peer} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")

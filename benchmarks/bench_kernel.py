@@ -15,10 +15,7 @@ from the root of the tree to be measured.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import subprocess
 import sys
 
 CHILD = """
@@ -54,15 +51,9 @@ else:
 
 
 def count(peer: str, timers: int, fires: int) -> int:
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # see bench_instructions.py
-    proc = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                           sys.executable, "-c", CHILD, peer, str(timers), str(fires)],
-                          capture_output=True, text=True, env=env)
-    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
-    if proc.returncode != 0 or found is None:
-        raise SystemExit(f"valgrind run of {peer} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    from bench_instructions import valgrind_count  # this folder: the one valgrind run of the benchmarks
+
+    return valgrind_count(peer, [CHILD, peer, str(timers), str(fires)])
 
 
 def main() -> None:
