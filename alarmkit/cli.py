@@ -352,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     out = sys.stdout
     sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
+    ctrl_c = _CtrlC()
     try:
         return args.fn(args)
     except InternalError:
@@ -359,7 +360,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AlarmkitError as err:
         print(f"alarmkit: error: {one_line(str(err))}", file=sys.stderr)
         return 2
+    except SystemExit as err:  # alarmkit's commands never raise it past here: the code it ran called sys.exit()
+        print(f"alarmkit: error: {_stopped_by_code(args.command, err, f'sys.exit({err.code!r})')}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
+        if not ctrl_c.seen and getattr(err, "__notes__", None):  # no SIGINT, and the runtime saw it leave user code
+            print(f"alarmkit: error: {_stopped_by_code(args.command, err, 'raise KeyboardInterrupt')}", file=sys.stderr)
+            return 2
         # a bare KeyboardInterrupt() has no text: say what was stopped rather than print "alarmkit: "
         said = one_line(str(err)) or (f"{args.command} interrupted (Ctrl-C); what it finished before is kept, "
                                       "the rest was not done")
@@ -370,6 +377,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         sys.stdout = out
+        ctrl_c.restore()
+
+
+class _CtrlC:
+    """Tells a real Ctrl-C (SIGINT) from a KeyboardInterrupt raised by a user's code: both reach
+    ``main`` as the same exception. Python's own handler still raises it; this one notes it first."""
+
+    def __init__(self) -> None:
+        import signal
+        import threading
+
+        self.seen = False
+        self._old = None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._old = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        import signal
+
+        self.seen = True
+        signal.default_int_handler(signum, frame)
+
+    def restore(self) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
+def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
+    """The message for a run a user's code stopped (``sys.exit()``, ``raise KeyboardInterrupt``): never a
+    success, never mistaken for Ctrl-C. The runtime's note says which object and when."""
+    where = "; ".join(getattr(err, "__notes__", ()))
+    return one_line(f"{command}: the code it ran called {what}" + (f" ({where})" if where else "") +
+                    "; the run stopped there, unfinished (the object is journaled as crashed, what ran before is "
+                    "kept). Let the handler return or raise an ordinary exception instead")
 
 
 class _Terminal:

@@ -165,6 +165,9 @@ class Host:
         Returns the error the interrupted work fails with (an uncounted failure, as a crash is)."""
         if self.ctx is not None:
             self.crash(f"interrupted: {type(err).__name__} in {where}")
+        if not any(n.startswith(INTERRUPTED_NOTE) for n in getattr(err, "__notes__", ())):
+            # said where it left user code, for the CLI and a notebook's traceback (the first place only)
+            err.add_note(f"{INTERRUPTED_NOTE} object {self.label} ({where}) at {self.sim.kernel.now:,} ms")
         return ObjectCrashed(f"object {self.label} was interrupted by {type(err).__name__} in {where}")
 
     def evict(self, reason: str = "idle", message: str | None = None) -> None:
@@ -381,6 +384,9 @@ class Host:
         kernel = self.sim.kernel
         kernel.call_at(kernel.now, fut.set_result, None)
         return fut
+
+
+INTERRUPTED_NOTE = "raised in the simulated code of"
 
 
 def owner(task: Task | None) -> Host | None:

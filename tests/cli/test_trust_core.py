@@ -400,8 +400,10 @@ def test_a_journal_path_with_nul_is_refused_and_no_other_file_is_made(tmp_path, 
 def test_ctrl_c_prints_a_real_one_line_message_and_exits_130(monkeypatch, capsys):
     from alarmkit import cli
 
-    def interrupted(args):
-        raise KeyboardInterrupt  # a bare one, as Python raises it on SIGINT: no text of its own
+    def interrupted(args):  # a real SIGINT, as Ctrl-C sends it: Python raises a bare KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        raise AssertionError("SIGINT did not interrupt")
 
     parser = cli.build_parser()
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
@@ -442,3 +444,33 @@ def test_recover_refuses_a_changed_spill_before_writing_anything(tmp_path):
         assert p.returncode == 2 and "is not an event alarmkit wrote" in p.stderr, (why, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1
         assert db.read_bytes() == before, why
+
+
+@pytest.mark.parametrize("stop, said, exc", [("sys.exit(0)", "called sys.exit(0)", "SystemExit"),
+                                             ("raise KeyboardInterrupt", "called raise KeyboardInterrupt", "KeyboardInterrupt")])
+def test_a_worker_that_exits_or_raises_keyboard_interrupt_is_never_a_success_nor_a_ctrl_c(tmp_path, capsys, stop, said, exc):
+    from alarmkit import cli
+
+    (tmp_path / "w.py").write_text(
+        "import sys\nfrom workers import DurableObject, WorkerEntrypoint, Response\n\n"
+        "class Box(DurableObject):\n"
+        "    async def fetch(self, request):\n"
+        "        await self.ctx.storage.setAlarm(1000)\n"
+        "        return Response('ok')\n\n"
+        "    async def alarm(self, info=None):\n"
+        f"        {stop}\n\n"
+        "class Default(WorkerEntrypoint):\n"
+        "    async def fetch(self, request):\n"
+        "        return await self.env.BOX.getByName('a').fetch(request)\n")
+    (tmp_path / "d.json").write_text('{"steps": [{"fetch": "http://x/"}], "until": 5000}')
+    db = tmp_path / "j.duckdb"
+    code = cli.main(["worker", str(tmp_path / "w.py"), "--bind", "BOX=Box", "--drive", str(tmp_path / "d.json"),
+                     "--db", str(db)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err == (f"alarmkit: error: worker: the code it ran {said} (raised in the simulated code of object a (alarm) "
+                   "at 1,002 ms); the run stopped there, unfinished (the object is journaled as crashed, what ran "
+                   "before is kept). Let the handler return or raise an ordinary exception instead\n")
+    crash = duckdb.connect(str(db), read_only=True).execute(
+        "SELECT t_ms, detail FROM events WHERE kind = 'crash'").fetchall()
+    assert [(t, json.loads(d)["reason"]) for t, d in crash] == [(1_002, f"interrupted: {exc} in alarm")]
