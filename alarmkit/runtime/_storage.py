@@ -9,6 +9,7 @@ transactions, as in workerd's SQLite-backed storage.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import zlib
@@ -20,6 +21,30 @@ from ..errors import AlarmkitError, SqlError
 __all__ = ["Database", "Cursor", "SqlError", "ConnectionPool"]
 
 _TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b", re.I)
+# A runaway query (an endless WITH RECURSIVE) is stopped after this many SQLite virtual-machine steps,
+# counted per statement by a progress handler called every _TICK steps (none for a small query).
+SQL_STEP_LIMIT_ENV = "ALARMKIT_SQL_STEP_LIMIT"
+_TICK = 1_000_000
+
+
+def sql_step_limit() -> int:
+    """SQLite steps one statement may take: 100,000,000 (a few seconds of work), or ``$ALARMKIT_SQL_STEP_LIMIT``."""
+    text = os.environ.get(SQL_STEP_LIMIT_ENV, "100000000")
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        value = 0
+    if not _TICK <= value <= 10**15:
+        raise AlarmkitError(f"{SQL_STEP_LIMIT_ENV} must be an integer in {_TICK:,}..10**15 (SQLite steps per "
+                            f"statement), got {text!r}; unset it for 100,000,000")
+    return value
+
+
+def _runaway(sql: str, err: sqlite3.Error, ticks: int) -> SqlError | None:
+    if ticks * _TICK < sql_step_limit() or "interrupt" not in str(err):
+        return None
+    return SqlError(f"the query was stopped after {sql_step_limit():,} SQLite steps (an endless WITH RECURSIVE?): "
+                    f"{sql[:200]!r}; bound the query, or raise the limit with {SQL_STEP_LIMIT_ENV}=N")
 
 
 class ConnectionPool:
@@ -55,19 +80,25 @@ class ConnectionPool:
 class Database:
     """The durable part of one object. Survives eviction and restarts; instances do not."""
 
-    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "__weakref__")
+    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "__weakref__")
 
     def __init__(self, pool: ConnectionPool | None = None) -> None:
         self._conn: sqlite3.Connection | None = None
         self._image: bytes | None = None  # the parked database: zlib.compress(conn.serialize(), 1)
         self._kv_ready = False
         self._pool = pool
+        self._ticks = 0  # progress-handler calls in the current statement
+
+    def _tick(self) -> bool:
+        self._ticks += 1  # reset by ``conn``: every statement starts there
+        return self._ticks * _TICK >= sql_step_limit()  # True: SQLite stops the statement ("interrupted")
 
     @property
     def conn(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
             conn = self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            conn.set_progress_handler(self._tick, _TICK)
             if self._image is None:
                 conn.execute("PRAGMA page_size=512")  # small pages keep many small databases cheap
             else:
@@ -75,6 +106,7 @@ class Database:
                 self._image = None
         if self._pool is not None:
             self._pool.touch(self)
+        self._ticks = 0
         return conn
 
     def _park(self) -> bool:
@@ -115,15 +147,16 @@ class Database:
         self._begin()
         try:
             cur = self._conn.execute(sql, params)
+            cols = [d[0] for d in cur.description] if cur.description else []
+            rows = cur.fetchall() if cols else []
         except sqlite3.ProgrammingError as err:
             if "one statement" in str(err) and not params:
                 self._script(sql)
                 return Cursor([], [], 0)
             raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
         except (sqlite3.Error, OverflowError) as err:  # OverflowError: an int SQLite's 64 bits cannot hold
-            raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
-        cols = [d[0] for d in cur.description] if cur.description else []
-        rows = cur.fetchall() if cols else []
+            raise (isinstance(err, sqlite3.Error) and _runaway(sql, err, self._ticks)
+                   or SqlError(f"{err} (in {sql!r} with params {params!r})")) from None
         return Cursor(cols, rows, cur.rowcount if cur.rowcount > 0 else 0)
 
     def _script(self, sql: str) -> None:
@@ -190,10 +223,10 @@ class Database:
         """Committed rows, for inspection from outside the object (never inside a transaction)."""
         try:
             cur = self.conn.execute(sql, params)
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
         except sqlite3.Error as err:
-            raise SqlError(f"{err} (in {sql!r})") from None
-        cols = [d[0] for d in cur.description] if cur.description else []
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+            raise _runaway(sql, err, self._ticks) or SqlError(f"{err} (in {sql!r})") from None
 
 
 def _check_key(key: Any) -> None:

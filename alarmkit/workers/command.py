@@ -128,8 +128,8 @@ def _run(args: argparse.Namespace) -> int:
             journal.close()
     summary = {"run_id": result.run_id, "seed": result.seed, "profile": result.profile, "events": result.event_count,
                "attempts": result.attempts, "requests": result["requests"], "failed": result["failed"],
-               "pending": result["pending"], "expect_failures": result["expect_failures"],
-               "outcomes": result["outcomes"], "final_alarms": _alarms(result)}
+               "pending": result["pending"], "expectations": result["expectations"],
+               "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result)}
     if args.json:
         print(json.dumps(summary, default=str))
     else:
@@ -173,7 +173,9 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     for f in s["expect_failures"]:
         lines.append(clean(f"  EXPECT FAILED: {f}", 400))
     if not s["expect_failures"]:
-        lines.append("  every expectation of the drive held" if s["requests"] else "")
+        n = s["expectations"]
+        lines.append(f"  all {n} expectation{'s' * (n != 1)} of the drive held" if n else
+                     "  the drive states no expectations: nothing was checked at the end (\"expect\" in the drive says what must hold)")
     if report is not None:
         lines.append(clean(f"wrote {report}", 200))
     return "\n".join(x for x in lines if x)

@@ -30,8 +30,10 @@ def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", 
 
     worker = load_worker(sim, entry or None, bindings=dict(bindings) or None, wrangler=wrangler or None,
                          compatibility_date=compatibility_date or None)
-    result = run_drive(worker, load_drive(drive))
+    script = load_drive(drive)
+    result = run_drive(worker, script)
     return {"horizon_ms": sim.now, "requests": len(result.outcomes), "failed": len(result.failed),
+            "expectations": len(script.expect),
             "pending": len(result.pending), "expect_failures": result.expect_failures,
             "outcomes": result.outcomes, "logs": list(getattr(worker, "logs", []))[:1000]}
 

@@ -157,7 +157,11 @@ def test_a_drive_expectation_that_fails_exits_1_and_says_which(project, capsys):
     d.write_text(json.dumps({"steps": [{"call": "BOX", "name": "a", "method": "put", "args": [7]}],
                              "expect": [{"object": "BOX:a", "kv": "v", "equals": 7}, {"object": "BOX:a", "kv": "fired", "equals": True}]}))
     rc, out, err = run(capsys, ["worker", str(project / "w.py"), "--bind", "BOX=Box", "--drive", str(d)])
-    assert rc == 0 and "every expectation of the drive held" in out
+    assert rc == 0 and "  all 2 expectations of the drive held\n" in out
+    d.write_text(json.dumps({"steps": [{"call": "BOX", "name": "a", "method": "put", "args": [7]}]}))
+    rc, out, err = run(capsys, ["worker", str(project / "w.py"), "--bind", "BOX=Box", "--drive", str(d)])
+    assert rc == 0 and "the drive states no expectations: nothing was checked at the end" in out
+    assert "held" not in out
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -217,3 +221,15 @@ def test_a_dunder_binding_name_is_refused_in_one_line(tmp_path, name):
                       "        return 1\n", encoding="utf-8")
     with pytest.raises(WorkerError, match=r"^binding names are identifiers that do not start with '__'"):
         ak.Simulation().load_worker(worker, bindings={name: "S"})
+
+
+def test_an_endless_recursive_query_in_an_expectation_is_stopped_and_named(project, capsys, monkeypatch):
+    monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "2000000")
+    endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) AS n FROM c"
+    d = project / "d.json"
+    d.write_text(json.dumps({"steps": [{"call": "BOX", "name": "a", "method": "put", "args": [7]}],
+                             "expect": [{"object": "BOX:a", "sql": endless, "equals": [{"n": 1}]}]}))
+    rc, out, err = run(capsys, ["worker", str(project / "w.py"), "--bind", "BOX=Box", "--drive", str(d)])
+    check(rc, out, err)
+    assert rc == 1 and "EXPECT FAILED: BOX:a sql " in out
+    assert "error: the query was stopped after 2,000,000 SQLite steps (an endless WITH RECURSIVE?)" in out

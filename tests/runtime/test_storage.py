@@ -129,3 +129,41 @@ def test_kv_survives_a_crash_that_rolled_back_its_table():
     with pytest.raises(Exception, match="crashed"):
         sim.call(s.put_twice())
     assert sim.call(s.get_a()) == (None, 2)
+
+
+ENDLESS = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) AS n FROM c"
+
+
+class Endless(DurableObject):
+    async def count(self, query):
+        self.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS t (x)")
+        return self.ctx.storage.sql.exec(query).one()["n"]
+
+
+def test_an_endless_query_is_stopped_at_the_step_limit_in_a_handler_and_from_outside(monkeypatch):
+    monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "3_000_000")
+    sim = Simulation()
+    obj = sim.namespace("E", Endless).get("e")
+    # a bounded recursion of the same shape runs: the limit is per statement, not per object
+    assert sim.call(obj.count(ENDLESS.replace("FROM c)", "FROM c WHERE n < 50000)"))) == 50_000
+    assert sim.call(obj.count(ENDLESS.replace("FROM c)", "FROM c WHERE n < 50000)"))) == 50_000
+    with pytest.raises(SqlError) as err:
+        sim.call(obj.count(ENDLESS))
+    assert str(err.value).startswith("the query was stopped after 3,000,000 SQLite steps (an endless WITH RECURSIVE?)")
+    assert str(err.value).endswith("bound the query, or raise the limit with ALARMKIT_SQL_STEP_LIMIT=N")
+    with pytest.raises(SqlError, match="stopped after 3,000,000 SQLite steps"):
+        sim.inspect(obj).sql(ENDLESS)
+    assert sim.inspect(obj).sql("SELECT count(*) AS n FROM t") == [{"n": 0}]  # the object's storage still answers
+
+
+@pytest.mark.parametrize("value", ["x", "0", "999999", "1e9", str(10**16)])
+def test_a_bad_sql_step_limit_names_the_variable_the_range_and_the_way_out(monkeypatch, value):
+    from alarmkit.errors import AlarmkitError
+
+    monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", value)
+    sim = Simulation()
+    obj = sim.namespace("E", Endless).get("e")
+    with pytest.raises(AlarmkitError) as err:
+        sim.inspect(obj).sql(ENDLESS)
+    assert str(err.value) == (f"ALARMKIT_SQL_STEP_LIMIT must be an integer in 1,000,000..10**15 (SQLite steps per "
+                              f"statement), got {value!r}; unset it for 100,000,000")
