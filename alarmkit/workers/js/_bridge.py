@@ -143,7 +143,8 @@ class Bridge:
         """The class a facet of JS class ``js_class`` runs as (one per class, made on first use)."""
         cls = self.facet_classes.get(js_class)
         if cls is None:
-            cls = self.facet_classes[js_class] = self.bind_class(f"facet:{js_class}", js_class, methods)
+            # one binding for every facet class: a facet restarted with another class replaces the old instance
+            cls = self.facet_classes[js_class] = self.bind_class(FACET, js_class, methods)
             cls._facet = True
         return cls
 

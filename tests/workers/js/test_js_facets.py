@@ -86,3 +86,14 @@ def test_a_startup_callback_without_a_class_is_a_type_error_naming_the_shape(js_
     assert sim.call(t.badClass()) == (
         'TypeError: ctx.facets.get("x", callback): the callback returned {"class":"Counter"}; return '
         "{ class: ctx.exports.ClassName } (or a Durable Object namespace of env as the class)")
+
+
+def test_nested_facets_a_given_id_and_a_restart_with_another_class(js_host):
+    sim = ak.Simulation(seed=0)
+    root = load(sim, js_host / "nested_facets.js", {"R": "Root"}).env.R.getByName("r")
+    assert [sim.call(root.go()), sim.call(root.go())] == [["mid", ["leaf", 1]], ["mid", ["leaf", 2]]]
+    assert sim.call(root.ids()) == ["custom", 1]                       # ctx.id from the startup options
+    sim.call(root.kill())
+    assert sim.call(root.other()) == ["mid", 1]                        # restarted as Leaf, on mid's storage
+    constructs = [o for _, o, k in rows(sim) if k == "construct"]
+    assert constructs == ["r", "r/mid", "r/mid/leaf", "r/named", "r/mid"]
