@@ -66,7 +66,7 @@ class Calibration:
         return list(self.verdicts)
 
     def judge(self) -> "Calibration":
-        self.verdicts = {n: compare_results(n, self.observed[n], self.simulated.get(n, {"error": "not simulated"}),
+        self.verdicts = {n: compare_results(n, self.observed[n], self.simulated.get(n, {"not_run": "no simulated result"}),
                                             self.bands) for n in self.observed}
         return self
 

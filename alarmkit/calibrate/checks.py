@@ -77,21 +77,18 @@ class Verdict:
     probe: str
     checks: list[Check] = field(default_factory=list)
     error: Optional[str] = None
+    not_run: Optional[str] = None  # why a side did not run the probe: not a match, and not an error either
 
     @property
     def match(self) -> bool:
-        return self.error is None and all(c.ok for c in self.checks)
-
-    @property
-    def judged(self) -> list[Check]:
-        return [c for c in self.checks if c.kind != "info"]
+        return self.error is None and self.not_run is None and all(c.ok for c in self.checks)
 
     @property
     def mismatches(self) -> list[Check]:
         return [c for c in self.checks if not c.ok]
 
     def to_dict(self) -> dict:
-        return {"probe": self.probe, "match": self.match, "error": self.error,
+        return {"probe": self.probe, "match": self.match, "error": self.error, "not_run": self.not_run,
                 "checks": [c.to_dict() for c in self.checks]}
 
 
@@ -419,6 +416,9 @@ def compare_results(name: str, observed: dict, simulated: dict, bands: Bands = B
     """Compare one probe's real and simulated results; every fact must be equal, every timing in its band."""
     v = Verdict(name)
     for side, r in (("real workerd", observed), ("simulator", simulated)):
+        if isinstance(r, dict) and "not_run" in r:  # a result that says the probe was deliberately not run
+            v.not_run = f"{side}: {r['not_run']}"
+            return v
         if not isinstance(r, dict) or "error" in r:
             v.error = f"{side}: {r['error'] if isinstance(r, dict) else f'not a result: {r!r}'}"
             return v

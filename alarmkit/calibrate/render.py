@@ -129,18 +129,21 @@ def text_table(cal: "Calibration") -> str:
         times = [c for c in v.checks if c.kind == "band"]
         first = f"{times[0].name}: {_fmt(times[0].observed)} | {_fmt(times[0].simulated)} ({times[0].band[0]}..{times[0].band[1]})" \
             if times else ""
-        result = "match" if v.match else ("ERROR" if v.error else "MISMATCH")
+        result = "match" if v.match else ("not run" if v.not_run else "ERROR" if v.error else "MISMATCH")
         lines.append(f"{n:<{width}}  {result:<8}  {sum(c.ok for c in facts):>2}/{len(facts):<2}  "
                      f"{sum(c.ok for c in times):>3}/{len(times):<3}  {first}")
     bad = [(n, v) for n, v in cal.verdicts.items() if not v.match]
     for n, v in bad:
+        if v.not_run:
+            lines.append(f"  {n}: not run: {v.not_run}")
         if v.error:
             lines.append(f"  {n}: {v.error}")
         for c in v.mismatches:
             band = f" (band {c.band[0]}..{c.band[1]} ms)" if c.band else ""
             lines.append(f"  {n} · {c.name}: real {_fmt(c.observed)} | simulated {_fmt(c.simulated)}{band}")
-    total = len(cal.verdicts)
-    lines.append(f"{total - len(bad)}/{total} probes match" + ("" if bad else ": the simulator agrees with workerd"))
+    total, skipped = len(cal.verdicts), sum(bool(v.not_run) for v in cal.verdicts.values())
+    lines.append(f"{total - len(bad)}/{total} probes match" + (f", {skipped} not run" if skipped else "")
+                 + ("" if bad else ": the simulator agrees with workerd"))
     return "\n".join(lines)
 
 
@@ -151,11 +154,14 @@ def _rows(cal: "Calibration") -> list[tuple[str, str, bool]]:
             ("bands", f"latency allowance {cal.bands.latency_ms} ms, cold start {cal.bands.cold_ms} ms; retry n waits "
                       f"base..base×1.25 (profile {cal.bands.profile}) plus the allowance", False)]
     n_ok = sum(v.match for v in cal.verdicts.values())
-    rows.append(("result", f"{n_ok}/{len(cal.verdicts)} probes match", n_ok != len(cal.verdicts)))
+    skipped = sum(bool(v.not_run) for v in cal.verdicts.values())
+    rows.append(("result", f"{n_ok}/{len(cal.verdicts)} probes match" + (f", {skipped} not run" if skipped else ""),
+                 n_ok != len(cal.verdicts)))
     for n, v in cal.verdicts.items():
         facts = [c for c in v.checks if c.kind in ("exact", "prefix")]
         times = [c for c in v.checks if c.kind == "band"]
-        head = "match" if v.match else f"MISMATCH: {v.error or ', '.join(c.name for c in v.mismatches)}"
+        head = "match" if v.match else f"not run: {v.not_run}" if v.not_run else \
+            f"MISMATCH: {v.error or ', '.join(c.name for c in v.mismatches)}"
         rows.append((n, f"{head} · facts {sum(c.ok for c in facts)}/{len(facts)} · timings "
                         f"{sum(c.ok for c in times)}/{len(times)} · real run {cal.real_runs.get(n)}, "
                         f"simulated run {cal.sim_runs.get(n)}", not v.match))
@@ -166,6 +172,9 @@ def details_figure(cal: "Calibration") -> go.Figure:
     """Every check of every probe as a table: real and simulated values side by side."""
     cols: list[list[str]] = [[], [], [], [], [], []]
     for n, v in cal.verdicts.items():
+        if v.not_run:
+            for col, text in zip(cols, (n, "not run", v.not_run, "", "", "not run")):
+                col.append(esc(text))
         if v.error:
             for col, text in zip(cols, (n, "error", v.error, "", "", "ERROR")):
                 col.append(esc(text))

@@ -231,6 +231,29 @@ def test_a_failed_probe_is_an_error_not_a_match():
     assert not v.match and v.error == "real workerd: WorkerdError: down"
 
 
+def test_a_probe_not_run_is_said_so_never_an_error_and_never_a_match(ref):
+    from alarmkit.calibrate.calibration import Calibration
+    from alarmkit.calibrate.render import details_figure, text_table
+
+    v = compare_results("normal", ref.observed["normal"], {"probe": "normal", "not_run": "the host has no X"})
+    assert (v.match, v.error, v.not_run, v.checks) == (False, None, "simulator: the host has no X", [])
+    cal = Calibration(version=ref.version, workerd=ref.workerd, compat_date=ref.compat_date, long=False,
+                      created_at="now", bands=ref.bands, journal=Journal(),
+                      observed={n: ref.observed[n] for n in ("normal", "facet", "gate")},
+                      simulated={"normal": {"probe": "normal", "not_run": "the host has no X"},
+                                 "gate": {"probe": "gate", "error": "RuntimeError: boom"}})
+    table = text_table(cal.judge())
+    assert re.search(r"^normal\s+not run\s", table, re.M) and re.search(r"^facet\s+not run\s", table, re.M)
+    assert "  normal: not run: simulator: the host has no X" in table
+    assert "  facet: not run: simulator: no simulated result" in table   # missing is not run, not an error
+    assert re.search(r"^gate\s+ERROR\s", table, re.M)                  # a run that failed stays an error
+    assert table.count("ERROR") == 1
+    assert table.rstrip().endswith("0/3 probes match, 2 not run")
+    assert not cal.match and cal.to_dict()["probes"]["normal"]["not_run"] == "simulator: the host has no X"
+    cells = details_figure(cal).data[0].cells.values
+    assert [cells[5][i] for i, p in enumerate(cells[0]) if p == "normal"] == ["not run"]
+
+
 # ---------------------------------------------------------------------------------------------
 # the committed reference run: reality, recorded, checked on a machine without Node
 # ---------------------------------------------------------------------------------------------

@@ -333,3 +333,66 @@ def test_the_node_host_dies_with_alarmkit_even_in_an_endless_loop(tmp_path):
     for k in left:
         os.kill(int(k), signal.SIGKILL)
     assert not left, f"Node host(s) {left} outlived alarmkit"
+
+
+FACETS_JS = """
+import { DurableObject } from "cloudflare:workers";
+export class Child extends DurableObject {
+  async ping() { return "pong"; }
+}
+export class Parent extends DurableObject {
+  async attempt(kind, name) {
+    const f = this.ctx.facets;
+    const cases = {
+      name: () => f.get(name, () => ({ class: this.ctx.exports.Child })).ping(),
+      nofn: () => f.get("a", name),
+      throws: () => f.get("a", () => { throw new RangeError(name); }),
+      shape: () => f.get("a", () => name).ping(),
+      rejects: () => f.get("a", async () => { throw new Error(name); }).ping(),
+      method: () => f.get("a", () => ({ class: this.ctx.exports.Child }))[name](),
+      abort: () => f.abort(name, name),
+      delete: () => f.delete(name),
+    };
+    try {
+      return { ok: await cases[kind]() ?? null };
+    } catch (e) {
+      return { error: `${e.name}: ${e.message}` };
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("kind, arg, expected", [
+    ("name", "", 'TypeError: facet names are non-empty strings, got ""'),
+    ("name", 7, "TypeError: facet names are non-empty strings, got 7"),
+    ("name", None, "TypeError: facet names are non-empty strings, got null"),
+    ("name", "a\x00b\n", None),                                  # a name with control characters: a facet like any other
+    ("name", "x" * 5000, None),
+    ("nofn", {"class": "Child"}, "TypeError: The facet startup callback must be a function."),
+    ("throws", "no class for you", "RangeError: no class for you"),
+    ("shape", None, 'TypeError: ctx.facets.get("a", callback): the callback returned null; return '
+                    "{ class: ctx.exports.ClassName } (or a Durable Object namespace of env as the class)"),
+    ("shape", {"class": {"_name": "Child"}}, None),
+    ("rejects", "late failure", "Error: late failure"),
+    ("method", "nope", None),
+    ("method", "__class__", None),
+    ("abort", "never-started", None),
+    ("delete", "never-started", None),
+])
+def test_hostile_facet_calls_are_one_line_errors_thrown_in_js(tmp_path, kind, arg, expected):
+    p = write(tmp_path, "facets.js", FACETS_JS)
+    sim = ak.Simulation(seed=0)
+    parent = load(sim, p, {"P": "Parent"}).env.P.getByName("p")
+    out = sim.call(parent.attempt(kind, arg))
+    if expected is not None:
+        assert out == {"error": expected}
+    elif kind == "name":
+        assert out == {"ok": "pong"}
+    elif kind == "shape":  # a plain object shaped like ctx.exports.Child is not a class
+        assert out["error"].startswith('TypeError: ctx.facets.get("a", callback): the callback returned {"class":{"_name":"Child"}}')
+    elif kind == "method":  # the runtime's check: the facet class has no such method
+        assert set(out) == {"error"} and "\n" not in out["error"] and arg in out["error"], out
+    else:
+        assert out == {"ok": None}
+    assert sim.call(parent.attempt("name", "after")) == {"ok": "pong"}   # the parent still works

@@ -17,8 +17,9 @@ import itertools
 from typing import Any, Callable
 
 from ...runtime import DurableObject, Future
-from ...errors import Aborted, AlarmkitError, JsError, ObjectCrashed, JsHostError, JsValueError, WorkerUnsupported
+from ...errors import Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsValueError, WorkerUnsupported
 from .._base import Request, Response
+from ._facet_ops import FACET
 from ._storage_ops import apply_op
 
 __all__ = ["Bridge", "JsObject"]
@@ -29,7 +30,7 @@ def _error_info(err: BaseException) -> dict:
         return {"name": err.js_name, "message": str(err)}
     if isinstance(err, TypeError):  # NoAlarmHandler: workerd's assertCanSetAlarm throws a TypeError
         return {"name": "TypeError", "message": str(err)}
-    if isinstance(err, (Aborted, ObjectCrashed)):  # workerd rejects a reset object's callers with a plain Error
+    if isinstance(err, (Aborted, ObjectCrashed, FacetAlarmError)):  # workerd rejects a reset object's callers with a plain Error
         return {"name": "Error", "message": str(err)}
     return {"name": type(err).__name__, "message": str(err)}
 
@@ -65,6 +66,7 @@ class JsObject(DurableObject):
     _bridge: Bridge
     _binding: str
     _js_class: str
+    _facet = False  # a class made for ctx.facets (Bridge.facet_class)
 
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
@@ -78,7 +80,9 @@ class JsObject(DurableObject):
         pid = next(bridge.pids)
         fut = bridge.future(f"p{pid}")
         bridge.exchange({"t": "new", "iid": iid, "pid": pid, "binding": self._binding, "cls": self._js_class,
-                         "name": str(ctx.id), "idname": ctx.id.name, "drop": drop})
+                         "name": str(ctx.id), "idname": ctx.id.name, "drop": drop,
+                         "facets": bridge.sim.profile.facet_alarms is not None,
+                         "facet": ctx.label if self._facet else None})
         bridge.futures.pop(f"p{pid}", None)
         if fut.exception() is not None:  # the constructor threw: the instance never existed
             bridge.instances.pop(iid, None)
@@ -121,6 +125,10 @@ class Bridge:
         self.live: dict[tuple[str, str], int] = {}  # (binding, object) -> its newest instance's iid
         self.futures: dict[str, Future] = {}
         self.timers: dict[int, Any] = {}  # JS timer id -> the task sleeping for it
+        self.sids = itertools.count(1)
+        self.facet_stubs: dict[int, Any] = {}  # stub number (facets.mjs) -> the runtime's FacetStub
+        self.facet_last: dict[tuple[int, str], int] = {}  # (parent iid, facet name) -> its newest stub number
+        self.facet_classes: dict[str, type] = {}  # JS class name -> its class as a facet
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
@@ -130,6 +138,15 @@ class Bridge:
         if "alarm" not in methods:  # a class without alarm(): workerd refuses setAlarm outside its constructor
             body["alarm"] = None
         return type(js_class, (JsObject,), body)
+
+    def facet_class(self, js_class: str, methods: list[str]) -> type:
+        """The class a facet of JS class ``js_class`` runs as (one per class, made on first use)."""
+        cls = self.facet_classes.get(js_class)
+        if cls is None:
+            # one binding for every facet class: a facet restarted with another class replaces the old instance
+            cls = self.facet_classes[js_class] = self.bind_class(FACET, js_class, methods)
+            cls._facet = True
+        return cls
 
     # -- promises and events ---------------------------------------------------------------------
     def future(self, key: str) -> Future:
@@ -201,7 +218,8 @@ class Bridge:
         for tid, iid, ms in get("timers", ()):
             self.timers[tid] = self._start(iid, self._timer(tid, ms), "rpc:timer")
         for nid, iid, binding, key, method, args in get("calls", ()):
-            self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{binding or 'storage'}.{method}")
+            what = "facet" if binding == FACET else binding or "storage"
+            self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{what}.{method}")
 
     def _start(self, iid: int | None, coro: Any, name: str) -> Any:
         if iid is None:
@@ -244,6 +262,15 @@ class Bridge:
             if obj is None:
                 raise AlarmkitError("storage.sync() outside a Durable Object")
             return await obj.ctx.storage.sync()
+        if binding == FACET:  # a call into a facet, through the runtime's stub (its checks, its break)
+            stub = self.facet_stubs[key]
+            if method.startswith("_"):  # the stub's own attributes are not the facet's methods
+                raise TypeError(f'The RPC receiver does not implement the method "{method}".')
+            if method == "fetch":
+                d = args[0]
+                res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
+                return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
+            return await getattr(stub, method)(*args)
         if binding in self.services or binding in self.objects:  # a stub the user gave
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
                 # workerd's output gate holds a subrequest until the writes before it are confirmed

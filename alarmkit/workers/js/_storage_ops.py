@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import AlarmkitError
+from ._facet_ops import facet_op
 
 __all__ = ["apply_op", "MAX_LOGS"]
 
@@ -78,6 +79,8 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
     obj = bridge.instances.get(iid)
     if obj is None:
         raise AlarmkitError(f"object instance {iid} is no longer running (it crashed or was evicted)")
+    if kind.startswith("facet"):
+        return facet_op(bridge, obj, op)
     storage = obj.ctx.storage
     if kind == "put":
         storage.put(op[2], op[3])

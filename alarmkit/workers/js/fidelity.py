@@ -30,8 +30,9 @@ __all__ = ["TWIN", "NOT_RUN", "JsHostWorkerd", "recheck_js"]
 TWIN = Path(__file__).resolve().parents[2] / "calibrate" / "twin" / "worker.js"
 
 # probes the JavaScript host cannot run honestly, and why: each is reported as not run (its verdict's
-# error says so), never run and judged on a half-built answer
-NOT_RUN = {"facet": "not run under the JavaScript host: it does not provide ctx.facets (docs/workers.md)"}
+# not_run says why; the table says "not run", never an error), never run and judged on a half-built
+# answer. Empty: the host runs every probe of the calibration, facet included (ctx.facets).
+NOT_RUN: dict[str, str] = {}
 
 
 class JsHostWorkerd(SimWorkerd):
@@ -74,10 +75,11 @@ class JsHostWorkerd(SimWorkerd):
 
 
 def recheck_js(recorded: Optional[Calibration] = None, names: Optional[list[str]] = None,
-               seed: int = SIM_SEED) -> Calibration:
+               seed: int = SIM_SEED, skip: Optional[Mapping[str, str]] = None) -> Calibration:
     """The recorded real-workerd results (default: the committed reference) against the twin worker.js
     run under the JavaScript host; a ``Calibration`` whose verdicts say which probes match. A probe in
-    ``NOT_RUN`` is not run: its verdict fails with an error that starts ``simulator: not run`` and says why."""
+    ``NOT_RUN`` (or in ``skip``, probe -> reason) is not run: its verdict does not match, and its
+    ``not_run`` says ``simulator: <reason>``."""
     recorded = recorded or reference()
     journal = Journal()
     chosen = [n for n in (names or list(recorded.observed)) if n in recorded.observed]
@@ -89,8 +91,9 @@ def recheck_js(recorded: Optional[Calibration] = None, names: Optional[list[str]
         if "error" not in r:
             cal.real_runs[n] = import_result(journal, n, r, cal.version, dict(P.PROBES[n].kwargs))
         spec = P.PROBES[n]
-        if n in NOT_RUN:
-            cal.simulated[n] = {"probe": n, "error": NOT_RUN[n]}
+        reason = {**NOT_RUN, **(skip or {})}.get(n)
+        if reason is not None:
+            cal.simulated[n] = {"probe": n, "not_run": reason}
             continue
         try:
             wd = JsHostWorkerd(seed=seed, journal=journal, scenario=f"calibrate-js:{n}", params=dict(spec.kwargs), **spec.sim)

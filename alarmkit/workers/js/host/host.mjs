@@ -19,6 +19,7 @@ import * as cfw from "./cloudflare-workers.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show } from "./state.mjs";
 import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
 import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
+import { facetIds, setModule } from "./facets.mjs";
 
 const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
 let mod = null;
@@ -90,6 +91,7 @@ async function load(msg) {
     }
     classes[binding] = methodsOf(cls);
   }
+  setModule(mod, msg.bindings, methodsOf);
   const dflt = mod.default;
   const hasFetch = !!dflt && (typeof dflt.fetch === "function" || (typeof dflt === "function" && typeof dflt.prototype.fetch === "function"));
   return { t: "loaded", classes, fetch: hasFetch };
@@ -100,8 +102,10 @@ function construct(msg) {
   const cls = mod[msg.cls];
   const unique = uniqueIds.has(msg.name);
   const hex = unique ? msg.name : hexOf(msg.binding, msg.name);
-  const id = new DurableObjectId(hex, unique || msg.idname === null ? undefined : msg.idname);
-  const ctx = new DurableObjectState(msg.iid, id);
+  let id = new DurableObjectId(hex, unique || msg.idname === null ? undefined : msg.idname);
+  const given = msg.facet ? facetIds.get(msg.facet) : undefined; // a facet's id its startup options named
+  if (given !== undefined) id = typeof given === "string" ? new DurableObjectId(hexOf(msg.binding, given), given) : given;
+  const ctx = new DurableObjectState(msg.iid, id, msg.facets);
   ctx.storage._noAlarm = typeof cls.prototype.alarm !== "function";
   const rec = { obj: null, ctx };
   instances.set(msg.iid, rec);

@@ -2,6 +2,7 @@
 // ids, namespaces, stubs and env.
 import { S, attempt, clone, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
+import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -203,10 +204,13 @@ export class DurableObjectId {
 }
 
 export class DurableObjectState {
-  constructor(iid, id) {
+  constructor(iid, id, facets) {
     this._iid = iid;
     this.id = id;
     this.storage = new Storage(iid);
+    // ctx.facets where the simulation's profile has facets (workerd's do; celld's has none)
+    if (facets) this.facets = new DurableObjectFacets(iid);
+    this.exports = exportsObject;
   }
   blockConcurrencyWhile(fn) {
     const p = attempt(fn);
