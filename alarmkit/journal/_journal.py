@@ -92,6 +92,7 @@ class Journal:
             from .._files import check_output
 
             check_output(self._given, ours=None, flag="--db", what="journal")  # "j/" names a folder; a read-only folder
+        _check_duckdb_header(p)
         try:
             return duckdb.connect(str(p), read_only=self.read_only)
         except duckdb.IOException as err:
@@ -380,3 +381,26 @@ class Journal:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+_KNOWN_HEADERS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"), (b"PK\x03\x04", "a zip file"))
+
+
+def _check_duckdb_header(p) -> None:
+    """An existing file that does not start as a DuckDB database ("DUCK" at byte 8) is someone else's:
+    refused before DuckDB sees it (DuckDB would open a SQLite file by downloading an extension, and read
+    a JSON or CSV file as a table). An empty file is a new journal."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise AlarmkitError(f"cannot read journal file {str(p)!r}: {err.strerror or err}; check the path or pass another") from None
+    if not head or head[8:12] == b"DUCK":
+        return
+    kind = next((name for magic, name in _KNOWN_HEADERS if head.startswith(magic)), None)
+    if kind is None:
+        kind = "text" if all(32 <= b < 127 or b in (9, 10, 13) for b in head) else ""
+    raise AlarmkitError(f"{str(p)!r} is not an alarmkit journal (not a DuckDB file{': ' * bool(kind)}{kind}); alarmkit "
+                        "leaves it alone: pass a new path or a journal file, e.g. --db journal.duckdb")
