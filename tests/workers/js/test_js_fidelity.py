@@ -20,13 +20,13 @@ def test_twin_worker_js_under_the_host_matches_real_workerd(js_host):
     recorded = reference()
     cal = recheck_js(recorded)
     assert set(cal.verdicts) == set(recorded.observed)                    # every recorded probe has a verdict
-    assert len(recorded.observed) == 42 and set(NOT_RUN) == {"facet"}     # ctx.facets: not in the JavaScript host
+    assert len(recorded.observed) == 43 and set(NOT_RUN) == {"facet"}     # ctx.facets: not in the JavaScript host
     matched = {n for n, v in cal.verdicts.items() if v.match}
     failed = {n: [c.name for c in v.checks if not c.ok] or v.error
               for n, v in cal.verdicts.items() if not v.match and n not in NOT_RUN}
     assert not failed
-    assert matched == set(recorded.observed) - {"facet"}                  # 41 of 42, long ones and fid_* too
-    assert {"exhaustion", "revival", "abort_retry", "gate", "restart_past_due", "no_alarm_class",
+    assert matched == set(recorded.observed) - {"facet"}                  # 42 of 43, long ones and fid_* too
+    assert {"exhaustion", "revival", "abort_retry", "gate", "restart_past_due", "no_alarm_class", "deploy_removes_alarm",
             "same_instant", "turn_abort_await", "ctor_fail_2", "delete_all_2026_11", "long_alarm"} <= matched
     facet = cal.verdicts["facet"]                                         # said, not hidden, and never run
     assert not facet.match and facet.error.startswith("simulator: not run under the JavaScript host")
