@@ -1,7 +1,7 @@
 """``SimWorkerd``: the simulator behind the same interface as a running ``workerd`` twin.
 
 The probes (``lab_probes.py``, ``behaviour_probes.py``) drive a backend through ``grant``, ``lab``, ``state``, ``events``,
-``probe``, ``get``, ``stop``/``start``/``restart`` and the clock methods ``sleep``, ``monotonic``,
+``probe``, ``get``, ``stop``/``start``/``restart``/``redeploy`` and the clock methods ``sleep``, ``monotonic``,
 ``time`` and ``new_name``. Here every request is an RPC into a simulated object (waking it, as
 a real request does) and every wait advances the virtual clock, so a probe that takes minutes
 on workerd takes milliseconds. Virtual ``Date.now()`` starts at :data:`EPOCH_MS`, a realistic
@@ -186,10 +186,19 @@ class SimWorkerd:
         return {"error": "not found", "path": path}
 
     def log_tail(self, n: int = 4000) -> str:
-        """What workerd would have logged: the warning of a due alarm with no handler (once per class)."""
+        """What workerd would have logged: a ``=== start`` line at each start (as ``WorkerdProcess`` writes)
+        and the warning of a due alarm with no handler (once per class, again after a restart)."""
         ev = self.sim.events()
-        warned = ev[(ev["kind"] == "handler_error") & ev["detail"].fillna("").str.contains('"warning"')]
-        return NO_HANDLER_WARNING * len(warned)
+        ev = ev[(ev["kind"] == "restart") | ((ev["kind"] == "handler_error")
+                                            & ev["detail"].fillna("").str.contains('"warning"'))]
+        out, starts = "\n=== start 1\n", 1
+        for kind in ev["kind"]:
+            if kind == "restart":
+                starts += 1
+                out += f"\n=== start {starts}\n"
+            else:
+                out += NO_HANDLER_WARNING
+        return out[-n:]
 
     def events(self, obj: str, cls: Optional[str] = None) -> list[dict]:
         r = self._call("/events", lambda: self._stub(obj, cls).events())

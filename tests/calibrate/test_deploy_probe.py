@@ -97,3 +97,11 @@ def test_workerd_process_refuses_an_unknown_deploy_before_stopping(workerd_binar
         with pytest.raises(WorkerdError, match="unknown twin deploy"):
             wd.redeploy("v9")
         assert wd.running and wd.deploy == "v1"
+
+
+def test_the_simulated_log_has_a_start_line_per_start_and_the_warning_after_the_deploy():
+    wd = SimWorkerd(seed=0)
+    run_probe(wd, "deploy_removes_alarm")
+    log = wd.log_tail()
+    assert log.count("=== start") == 3  # the first start, the deploy of v2, the deploy back to v1
+    assert [part.count("without a handler") for part in log.split("=== start")[1:]] == [0, 1, 0]
