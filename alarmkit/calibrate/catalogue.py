@@ -30,8 +30,8 @@ from .lab_probes import (
     scenario_wake_evicted,
 )
 from .fid_probes import (
-    probe_ctor_fail, probe_delete_all, probe_lateness_many, probe_long_alarm, probe_no_alarm_class, probe_same_instant,
-    probe_turn_abort,
+    probe_ctor_fail, probe_delete_all, probe_deploy_removes_alarm, probe_lateness_many, probe_long_alarm,
+    probe_no_alarm_class, probe_same_instant, probe_turn_abort,
 )
 from .workerd import DEFAULT_COMPAT_DATE
 
@@ -96,6 +96,8 @@ PROBES: dict[str, ProbeSpec] = {
     "ctor_fail_2": ProbeSpec(probe_ctor_fail, {"fails": 2}),
     "ctor_fail_never": ProbeSpec(probe_ctor_fail, {"fails": 1000, "observe_s": 40.0}),
     "no_alarm_class": ProbeSpec(probe_no_alarm_class, {}),
+    # a stored alarm, then a restart onto code whose class lost alarm() (~22 s of real time, on a workerd of its own)
+    "deploy_removes_alarm": ProbeSpec(probe_deploy_removes_alarm, {}, restarts=True),
     "same_instant": ProbeSpec(probe_same_instant, {}),
     "delete_all_2026_11": ProbeSpec(probe_delete_all, {}),
     "delete_all_2026_01": ProbeSpec(probe_delete_all, {}, sim={"compatibility_date": "2026-01-28"},

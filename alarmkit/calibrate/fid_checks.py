@@ -28,6 +28,15 @@ def _no_alarm(r: dict) -> dict:
             "getAlarm() after the due time": r["alarm_after"], "warnings logged": r["warning_logged"]}
 
 
+def _deploy(r: dict) -> dict:
+    return {"setAlarm() error before the deploy": r["set_alarm_error"], "getAlarm() before the deploy": r["get_alarm_before"],
+            "constructions for the due alarm, before any request": len(r["constructed_for_the_alarm"]),
+            "alarm() runs": r["alarm_runs"], "constructions after the restart (a retry after eviction adds one)":
+            r["constructions_after_restart"], "getAlarm() after the due time": r["get_alarm_after"],
+            "the request met the instance the alarm built": r["same_instance_at_check"],
+            "warnings logged after the deploy": r["warning_logged"]}
+
+
 def _long(r: dict) -> dict:
     return {"retryCount of each run": r["retry_counts"], "the retry runs in a new instance": r["new_instance_on_retry"]}
 
@@ -44,6 +53,7 @@ def _delete_all(r: dict) -> dict:
 FID_FACTS = {
     "turn_abort_await": _turn, "turn_abort_noawait": _turn, "turn_abort_sync": _turn,
     "ctor_fail_2": _ctor, "ctor_fail_never": _ctor, "no_alarm_class": _no_alarm, "long_alarm": _long,
+    "deploy_removes_alarm": _deploy,
     "same_instant": _same, "delete_all_2026_11": _delete_all, "delete_all_2026_01": _delete_all,
     "lateness_many": lambda r: {"fires recorded": r["stats"].get("n")},
 }
@@ -63,6 +73,10 @@ def _t_ctor(r: dict, b: Any) -> list:
     return out[:5]
 
 
+def _t_deploy(r: dict, b: Any) -> list:
+    return [("the due alarm's construction after its time", t, b.late(cold=True)) for t in r["constructed_for_the_alarm"][:1]]
+
+
 def _t_long(r: dict, b: Any) -> list:
     limit = b.prof.handler_limit_ms
     lo, hi = b.retry(0)
@@ -75,7 +89,7 @@ def _t_same(r: dict, b: Any) -> list:
 
 FID_TIMINGS = {
     "turn_abort_sync": _t_turn, "ctor_fail_2": _t_ctor, "ctor_fail_never": _t_ctor, "long_alarm": _t_long,
-    "same_instant": _t_same,
+    "same_instant": _t_same, "deploy_removes_alarm": _t_deploy,
     "lateness_many": lambda r, b: [("median lateness", r["stats"]["median"], b.late())],
 }
 
@@ -85,6 +99,9 @@ def fid_info(name: str, r: dict) -> dict:
         return {"order (arming index of each fire)": r["order"], "lateness (ms)": r["late_ms"]}
     if name == "lateness_many":
         return {"lateness stats (ms)": r["stats"]}
+    if name == "deploy_removes_alarm":
+        return {"restart (ms, relative to the alarm's time)": [r["restart_at"], r["restart_done"]],
+                "constructions after the restart at (ms)": r["construct_t"]}
     if name in ("ctor_fail_2", "ctor_fail_never"):
         return {"failed constructions at (ms)": r["failed_constructions_t"]}
     return {}

@@ -1,6 +1,7 @@
-"""Fidelity probes on real workerd (the ``Fid`` and ``FidNoAlarm`` classes of twin/worker.js): how a
-turn ends and commits, a failing constructor, a class without ``alarm()``, the 15-minute limit,
-alarms due at one instant, ``deleteAll()`` under two compatibility dates, and fire lateness.
+"""Fidelity probes on real workerd (the ``Fid``, ``FidNoAlarm`` and ``FidDeploy`` classes of
+twin/worker.js): how a turn ends and commits, a failing constructor, a class without ``alarm()``, a
+deploy that removes ``alarm()``, the 15-minute limit, alarms due at one instant, ``deleteAll()`` under
+two compatibility dates, and fire lateness.
 
 Each takes a running backend and returns a plain dict, times in ms relative to ``t0_ms`` (an epoch-ms
 value from workerd's ``Date.now()``, named in each dict). Rows come from ``FID_LOG`` (the isolate's
@@ -15,9 +16,12 @@ from typing import Any
 from .polling import new_name
 
 __all__ = [
-    "fid_op", "fid_log", "probe_turn_abort", "probe_ctor_fail", "probe_no_alarm_class", "probe_long_alarm",
-    "probe_same_instant", "probe_delete_all", "probe_lateness_many",
+    "fid_op", "fid_log", "probe_turn_abort", "probe_ctor_fail", "probe_no_alarm_class", "probe_deploy_removes_alarm",
+    "probe_long_alarm", "probe_same_instant", "probe_delete_all", "probe_lateness_many",
 ]
+
+# workerd 1.20261117.1 logs this once per isolate when a due alarm finds no alarm() handler
+NO_HANDLER_WARNING = "scheduled alarm without a handler"
 
 
 def fid_op(wd: Any, op: str, obj: str, cls: str = "fid", **params: Any) -> dict:
@@ -110,7 +114,7 @@ def probe_no_alarm_class(wd: Any, rel_ms: int = 300, observe_s: float = 6.0) -> 
     log = wd.log_tail(20_000) if hasattr(wd, "log_tail") else ""
     # workerd 1.20261117.1 logs "Attempted to run a scheduled alarm without a handler, did you remember to
     # export an alarm() function?" (once per isolate)
-    warning = log.count("scheduled alarm without a handler")
+    warning = log.count(NO_HANDLER_WARNING)
     return {
         "probe": "no_alarm_class", "obj": obj, "t0_ms": t0, "t0_is": "Date.now() in the first request",
         "request_set_alarm_error": (from_request.get("error") or {}).get("message"),
@@ -121,6 +125,47 @@ def probe_no_alarm_class(wd: Any, rel_ms: int = 300, observe_s: float = 6.0) -> 
         "constructions": len(_kinds(rows, "construct")),
         "warning_logged": warning,
         "events": _rel(rows, t0),
+    }
+
+
+def probe_deploy_removes_alarm(wd: Any, ahead_ms: int = 3000, downtime_s: float = 1.0, check_s: float = 1.0,
+                               observe_s: float = 16.0) -> dict:
+    """A stored alarm, then a deploy whose class lost ``alarm()``: the twin's ``FidDeploy`` (with Fid's
+    ``alarm()``) is armed for ``ahead_ms`` on, workerd restarts (down ``downtime_s``) onto deploy "v2",
+    where ``FidDeploy`` is ``FidNoAlarm`` under the same className and uniqueKey. Nothing reaches the
+    object after the restart until ``check_s`` past the due time (``getAlarm()``), and the log is read
+    ``observe_s`` past it: does the constructor run for the due alarm, does ``alarm()`` run or retry (a
+    retry after the ~10 s idle eviction would construct again), is the alarm dropped, and how many
+    warnings did the new isolate log? The backend is redeployed to "v1" at the end."""
+    obj = new_name(wd, "fid-deploy")
+    at = int(wd.time() * 1000) + ahead_ms
+    armed = fid_op(wd, "arm_at", obj, cls="deploy", at=at)
+    before = fid_log(wd, obj)  # FID_LOG is the isolate's memory: the restart empties it
+    down = int(wd.time() * 1000) - at
+    wd.redeploy("v2", downtime_s)
+    up = int(wd.time() * 1000) - at
+    wd.sleep(max(0.0, (at - wd.time() * 1000) / 1000) + check_s)
+    # rows since the restart (real workerd's FID_LOG holds nothing older: the restart made a new isolate)
+    seen = [r for r in _rel(fid_log(wd, obj), at) if r["t"] > down]  # before any request reached the object
+    check = fid_op(wd, "get", obj, cls="deploy")
+    wd.sleep(max(0.0, (at - wd.time() * 1000) / 1000 + observe_s))
+    after = [r for r in _rel(fid_log(wd, obj), at) if r["t"] > down]
+    log = wd.log_tail(20_000)
+    warnings = log.rsplit("=== start", 1)[-1].count(NO_HANDLER_WARNING)  # logged by the new deploy's workerd
+    wd.redeploy("v1")
+    constructs = [r for r in after if r["kind"] == "construct"]
+    return {
+        "probe": "deploy_removes_alarm", "obj": obj, "t0_ms": at, "t0_is": "the stored alarm's time",
+        "ahead_ms": ahead_ms, "set_alarm_error": armed.get("error") or armed.get("thrown"),
+        "get_alarm_before": None if armed.get("alarm") is None else armed["alarm"] - at,
+        "restart_at": down, "restart_s": downtime_s, "deploy": "v2", "restart_done": up,
+        "constructed_for_the_alarm": [r["t"] for r in seen if r["kind"] == "construct"],
+        "constructions_after_restart": len(constructs), "construct_t": [r["t"] for r in constructs],
+        "alarm_runs": len(_kinds(after, "alarm_start")),
+        "get_alarm_after": None if check.get("alarm") is None else check["alarm"] - at,
+        "same_instance_at_check": bool(constructs) and check.get("instance") == constructs[0]["detail"]["instance"],
+        "warning_logged": warnings,
+        "events": _rel(before, at) + [{**r, "restarted": True} for r in after],
     }
 
 

@@ -1,4 +1,4 @@
-"""The ``Fid`` and ``FidNoAlarm`` classes of ``twin/worker.js`` transcribed into simulated objects, line
+"""The ``Fid``, ``FidNoAlarm`` and ``FidDeploy`` classes of ``twin/worker.js`` transcribed into simulated objects, line
 for line: ``FID_LOG`` (the isolate's memory) is the simulation's ``env.fid_log``, its sequence number
 the list's length; the constructor failures to inject live in ``env.ctor_fails`` (workerd's ``CTOR_FAILS``).
 :class:`~alarmkit.calibrate.simbackend.SimWorkerd` serves them on ``/fid/OP`` and ``/fid/log``."""
@@ -11,7 +11,7 @@ from typing import Any
 from ..runtime import DurableObject
 from .simtwin import Error, err_info
 
-__all__ = ["TwinFid", "TwinFidNoAlarm", "fid_log"]
+__all__ = ["TwinFid", "TwinFidNoAlarm", "TwinFidDeploy", "fid_log"]
 
 
 def fid_log(env: Any, obj: str, kind: str, detail: dict, now: int) -> None:
@@ -23,7 +23,8 @@ class _FidBase(DurableObject):
     def __init__(self, ctx, env):
         super().__init__(ctx, env)
         self.obj = ctx.id.name if ctx.id.name is not None else str(ctx.id)
-        self.instance = f"{random.Random(len(env.fid_log)).getrandbits(32):08x}"  # Math.random(), seeded
+        # Math.random(), seeded by the log's length and the time (the log starts again after a restart)
+        self.instance = f"{random.Random(f'{len(env.fid_log)}:{ctx.now()}').getrandbits(32):08x}"
         left = env.ctor_fails.get(str(ctx.id), 0)
         if left > 0:
             env.ctor_fails[str(ctx.id)] = left - 1
@@ -115,3 +116,8 @@ class TwinFid(_FidBase):
 
 class TwinFidNoAlarm(_FidBase):
     pass
+
+
+class TwinFidDeploy(TwinFid):
+    """worker.js's ``FidDeploy``: Fid's ``alarm()``. Its deploy "v2" (``deploy-v2.js``) is ``FidNoAlarm`` under
+    the same name: ``SimWorkerd.redeploy("v2")`` makes the ``FIDDEPLOY`` namespace's class ``TwinFidNoAlarm``."""

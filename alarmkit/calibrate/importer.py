@@ -24,7 +24,8 @@ id_name            not imported (ctx.id.name as the twin saw it; the cold_name p
 
 Times are milliseconds relative to the probe's anchor ``t0_ms``; object ids lose their random
 suffix (``ledger-normal-3f2a9c01de`` -> ``ledger-normal``). A restart the probe made (it is not in
-any object's journal) is added as a ``restart`` event at ``restart_at``.
+any object's journal) is added as a ``restart`` event at ``restart_at``, with a ``deploy`` event
+(``version``) beside it when the restart brought other code.
 """
 
 from __future__ import annotations
@@ -133,6 +134,8 @@ def twin_rows(result: dict) -> list[EventRow]:
         else:
             down = 1000 * (result.get("restart_s") or 0)
         add(int(result["restart_at"]), None, "restart", detail={"downtime_ms": max(0, int(down))})
+        if result.get("deploy") is not None:  # the restart brought other code (the deploy_removes_alarm probe)
+            add(int(result["restart_at"]), None, "deploy", detail={"version": result["deploy"]})
     rows.sort(key=lambda r: r.t_ms)  # stable: same-ms rows keep the twin's order
     return [row._replace(seq=i + 1) for i, row in enumerate(rows)]
 

@@ -1,7 +1,7 @@
 """``SimWorkerd``: the simulator behind the same interface as a running ``workerd`` twin.
 
 The probes (``lab_probes.py``, ``behaviour_probes.py``) drive a backend through ``grant``, ``lab``, ``state``, ``events``,
-``probe``, ``get``, ``stop``/``start``/``restart`` and the clock methods ``sleep``, ``monotonic``,
+``probe``, ``get``, ``stop``/``start``/``restart``/``redeploy`` and the clock methods ``sleep``, ``monotonic``,
 ``time`` and ``new_name``. Here every request is an RPC into a simulated object (waking it, as
 a real request does) and every wait advances the virtual clock, so a probe that takes minutes
 on workerd takes milliseconds. Virtual ``Date.now()`` starts at :data:`EPOCH_MS`, a realistic
@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 
 from ..runtime import Simulation
 from ..runtime.profiles import PROFILES
-from .fidtwin import TwinFid, TwinFidNoAlarm
+from .fidtwin import TwinFid, TwinFidDeploy, TwinFidNoAlarm
 from .simtwin import TwinLedger, TwinProbe, err_info
 from .workerd import WorkerdError
 
@@ -52,7 +52,10 @@ class SimWorkerd:
         self.ledgers = self.sim.namespace("LEDGER", TwinLedger)
         self.probes = self.sim.namespace("PROBE", TwinProbe)
         self.sim.env.fid_log, self.sim.env.ctor_fails = [], {}  # worker.js FID_LOG and CTOR_FAILS
-        self.fids = {"fid": self.sim.namespace("FID", TwinFid), "noalarm": self.sim.namespace("FIDNOALARM", TwinFidNoAlarm)}
+        self.fids = {"fid": self.sim.namespace("FID", TwinFid), "noalarm": self.sim.namespace("FIDNOALARM", TwinFidNoAlarm),
+                     "deploy": self.sim.namespace("FIDDEPLOY", TwinFidDeploy)}
+        self.deploy = "v1"  # the twin's code (WorkerdProcess.deploy): redeploy() changes FIDDEPLOY's class
+        self._deploying: Optional[str] = None
         self.down = False
         self._lag_ms = 0  # time spent stopped: the kernel jumps it at start()
         self._names: dict[str, int] = {}
@@ -92,6 +95,11 @@ class SimWorkerd:
         if self.down:
             down, self._lag_ms, self.down = self._lag_ms, 0, False
             self.sim.restart(down)  # at the time it stopped; back ``down`` ms later
+            if hasattr(self.sim.env, "fid_log"):  # worker.js's module memory (FID_LOG, CTOR_FAILS): a new isolate
+                self.sim.env.fid_log, self.sim.env.ctor_fails, self.sim.env.facet_inside = [], {}, []
+            if self._deploying is not None:  # journaled beside its restart, as celld's deploys are
+                self.sim.journal_event("deploy", detail={"version": self._deploying})
+                self._deploying = None
             self.sim.advance(down)
         return self
 
@@ -101,6 +109,18 @@ class SimWorkerd:
     def restart(self, downtime: float = 0.0) -> "SimWorkerd":
         self.stop()
         self.sleep(downtime)
+        return self.start()
+
+    def redeploy(self, deploy: str, downtime: float = 0.0) -> "SimWorkerd":
+        """``WorkerdProcess.redeploy``: restart onto another version of the twin's code. "v2" is the deploy
+        whose ``FidDeploy`` has no ``alarm()``: the namespace keeps its name and storage, its class changes."""
+        classes = {"v1": TwinFidDeploy, "v2": TwinFidNoAlarm}
+        if deploy not in classes:
+            raise WorkerdError(f"unknown twin deploy {deploy!r}; deploys: {sorted(classes)}")
+        self.stop()
+        self.sleep(downtime)
+        self.fids["deploy"].cls = classes[deploy]  # new instances are of the new class; none is alive while down
+        self.deploy = self._deploying = deploy
         return self.start()
 
     def close(self) -> None:
@@ -155,7 +175,8 @@ class SimWorkerd:
             want = (params or {}).get("obj")
             return {"now": self.sim.now, "rows": [r for r in self.sim.env.fid_log if not want or r["obj"] == want]}
         if path.startswith("/fid/"):
-            stub = self.fids["noalarm" if p.pop("cls", None) == "noalarm" else "fid"].get(obj)
+            cls = p.pop("cls", None)
+            stub = self.fids[cls if cls in ("noalarm", "deploy") else "fid"].get(obj)
             if self.down:
                 raise WorkerdError(f"simulated workerd is stopped: no answer for {path}")
             try:
@@ -165,10 +186,19 @@ class SimWorkerd:
         return {"error": "not found", "path": path}
 
     def log_tail(self, n: int = 4000) -> str:
-        """What workerd would have logged: the warning of a due alarm with no handler (once per class)."""
+        """What workerd would have logged: a ``=== start`` line at each start (as ``WorkerdProcess`` writes)
+        and the warning of a due alarm with no handler (once per class, again after a restart)."""
         ev = self.sim.events()
-        warned = ev[(ev["kind"] == "handler_error") & ev["detail"].fillna("").str.contains('"warning"')]
-        return NO_HANDLER_WARNING * len(warned)
+        ev = ev[(ev["kind"] == "restart") | ((ev["kind"] == "handler_error")
+                                            & ev["detail"].fillna("").str.contains('"warning"'))]
+        out, starts = "\n=== start 1\n", 1
+        for kind in ev["kind"]:
+            if kind == "restart":
+                starts += 1
+                out += f"\n=== start {starts}\n"
+            else:
+                out += NO_HANDLER_WARNING
+        return out[-n:]
 
     def events(self, obj: str, cls: Optional[str] = None) -> list[dict]:
         r = self._call("/events", lambda: self._stub(obj, cls).events())

@@ -3,7 +3,8 @@
 ``find_workerd()`` locates a workerd binary (env ``ALARMKIT_WORKERD`` or the npm install under the
 cache dir), ``install_workerd()`` installs the npm package ``workerd`` there, and
 ``WorkerdProcess`` starts ``workerd serve`` on 127.0.0.1 with the twin worker
-(``twin/worker.js``) and Durable Object storage on a local directory that survives ``restart()``.
+(``twin/worker.js``) and Durable Object storage on a local directory that survives ``restart()``;
+``redeploy("v2")`` restarts it onto the twin after a deploy that removed ``FidDeploy``'s ``alarm()``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ DEFAULT_COMPAT_FLAGS: tuple[str, ...] = ()
 TWIN_DIR = Path(__file__).resolve().parent / "twin"
 ENV_BINARY = "ALARMKIT_WORKERD"
 ENV_CACHE = "ALARMKIT_WORKERD_CACHE"
+# the twin's deploys: "v1" is worker.js; "v2" puts deploy-v2.js (FidDeploy without alarm()) before it as
+# the main module
+DEPLOYS = {"v1": "", "v2": '(name = "deploy-v2.js", esModule = embed "deploy-v2.js"), '}
 
 
 def cache_dir() -> Path:
@@ -140,8 +144,12 @@ def render_config(
     storage_dir: str | Path,
     compat_date: str = DEFAULT_COMPAT_DATE,
     compat_flags: Sequence[str] = DEFAULT_COMPAT_FLAGS,
+    deploy: str = "v1",
 ) -> str:
-    """The twin's capnp config text (``twin/config.capnp.tmpl`` filled in)."""
+    """The twin's capnp config text (``twin/config.capnp.tmpl`` filled in); ``deploy`` is a key of
+    ``DEPLOYS``."""
+    if deploy not in DEPLOYS:
+        raise WorkerdError(f"unknown twin deploy {deploy!r}; deploys: {sorted(DEPLOYS)}")
     tmpl = (TWIN_DIR / "config.capnp.tmpl").read_text()
     flags = ", ".join(json.dumps(f) for f in compat_flags)
     return (
@@ -149,6 +157,7 @@ def render_config(
         .replace("@STORAGE_DIR@", str(Path(storage_dir).resolve()))
         .replace("@COMPAT_DATE@", compat_date)
         .replace("@COMPAT_FLAGS@", flags)
+        .replace("@DEPLOY_MODULE@", DEPLOYS[deploy])
     )
 
 
@@ -202,6 +211,7 @@ class WorkerdProcess:
         self.proc: Optional[subprocess.Popen] = None
         self.log_path = self.workdir / "workerd.log"
         self.starts = 0
+        self.deploy = "v1"  # the twin's code: a key of DEPLOYS (redeploy() changes it)
 
     # ---- lifecycle -------------------------------------------------------------------------
     def _write_config(self) -> Path:
@@ -209,10 +219,11 @@ class WorkerdProcess:
 
         # both files are alarmkit's own, in its work folder: a restart replaces them
         ours = lambda p: True  # noqa: E731
-        write_bytes(self.workdir / "worker.js", (TWIN_DIR / "worker.js").read_bytes(), ours=ours, flag="workdir")
+        for module in ("worker.js", "deploy-v2.js"):
+            write_bytes(self.workdir / module, (TWIN_DIR / module).read_bytes(), ours=ours, flag="workdir")
         cfg = self.workdir / "config.capnp"
-        write_text(cfg, render_config(self.port, self.storage_dir, self.compat_date, self.compat_flags), ours=ours,
-                   flag="workdir")
+        write_text(cfg, render_config(self.port, self.storage_dir, self.compat_date, self.compat_flags, self.deploy),
+                   ours=ours, flag="workdir")
         return cfg
 
     def start(self) -> "WorkerdProcess":
@@ -265,6 +276,16 @@ class WorkerdProcess:
     def restart(self, downtime: float = 0.0) -> "WorkerdProcess":
         """Stop, wait ``downtime`` seconds, start again on the same storage dir and port."""
         self.stop()
+        if downtime > 0:
+            time.sleep(downtime)
+        return self.start()
+
+    def redeploy(self, deploy: str, downtime: float = 0.0) -> "WorkerdProcess":
+        """Restart onto another version of the twin's code (a key of ``DEPLOYS``), on the same storage."""
+        if deploy not in DEPLOYS:
+            raise WorkerdError(f"unknown twin deploy {deploy!r}; deploys: {sorted(DEPLOYS)}")
+        self.stop()
+        self.deploy = deploy
         if downtime > 0:
             time.sleep(downtime)
         return self.start()

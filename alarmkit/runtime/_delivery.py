@@ -159,8 +159,9 @@ class AlarmDelivery:
 
     def _no_handler(self, host: Host, scheduled: int, retry_count: int, done: Callable, token: Any) -> None:
         """A due alarm of a class without ``alarm()``: dropped, not retried, with a warning once per class
-        (workerd: ``runAlarm`` logs "Durable Object alarm() handler not found" once per isolate and
-        returns retry = false; the alarm manager deletes the alarm)."""
+        until the next restart (workerd: ``runAlarm`` logs "Attempted to run a scheduled alarm without a
+        handler, ..." once per isolate, again in the new isolate after a restart, and returns retry = false;
+        the alarm manager deletes the alarm)."""
         cls = type(host.instance)
         detail = {"error": "NoAlarmHandler", "message": f"{cls.__name__} has no alarm() handler: the alarm is dropped",
                   "counted": False, "retry": False}

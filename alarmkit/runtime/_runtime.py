@@ -258,6 +258,7 @@ class Simulation(AlarmDelivery):
             if host.instance is not None:
                 host.drop(ObjectCrashed(f"object {host.label}: the runtime restarted"))
         self.scheduler.shutdown()
+        self.__dict__.pop("_warned_no_alarm", None)  # workerd warns once per isolate: the restart starts new ones
         self.kernel.call_later(downtime_ms, self._come_back)
 
     def _come_back(self) -> None:

@@ -276,6 +276,16 @@ def test_restart_keeps_future_alarm(quick):
     assert 0 <= r["fire_minus_scheduled_ms"][0] <= SLACK_MS
 
 
+def test_deploy_that_removes_alarm_drops_the_stored_alarm_with_one_warning(quick):
+    r = _ok(quick, "deploy_removes_alarm")
+    assert r["restart_done"] < 0  # the alarm fell due after the restart onto deploy-v2.js
+    assert len(r["constructed_for_the_alarm"]) == 1  # built for the due alarm, before any request
+    assert 0 <= r["constructed_for_the_alarm"][0] <= SLACK_MS
+    assert (r["alarm_runs"], r["constructions_after_restart"]) == (0, 1)  # no alarm(), no retry within 16 s
+    assert r["get_alarm_after"] is None and r["same_instance_at_check"] is True
+    assert r["warning_logged"] == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # long: retry exhaustion (~2.5 min) and revival after it
 # ---------------------------------------------------------------------------------------------

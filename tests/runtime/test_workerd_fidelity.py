@@ -164,6 +164,29 @@ def test_a_deploy_that_removes_alarm_drops_the_stored_alarm():
     assert sim.alarms() == {"f": None}
 
 
+def test_the_warning_comes_again_after_a_restart_as_in_workerds_new_isolate():
+    # real workerd 1.20261117.1: two due alarms of FidNoAlarm in one process, one warning; after a restart
+    # another due alarm of the same class, a second warning (in the new process's log)
+    NoAlarm.ctor_arm_at = 1_000
+    try:
+        sim = ak.Simulation(seed=0, fire_latency=0)
+        ns = sim.namespace("N", NoAlarm)
+        sim.call(ns.get("a").get())
+        sim.call(ns.get("b").get())
+        sim.run(until=2_000)
+        NoAlarm.ctor_arm_at = 5_000
+        sim.restart(500)
+        sim.run(until=2_500)
+        sim.call(ns.get("c").get())
+        sim.run()
+    finally:
+        del NoAlarm.ctor_arm_at
+    assert rows(sim, "restart", "fire", "handler_error") == [
+        (1_000, "fire", 0), (1_000, "handler_error", 0), (1_000, "fire", 0), (1_000, "handler_error", 0),
+        (2_000, "restart", None), (5_000, "fire", 0), (5_000, "handler_error", 0)]
+    assert ["warning" in x for x in details(sim, "handler_error")] == [True, False, True]
+
+
 def test_the_15_minute_limit_resets_the_object_and_the_retry_runs_in_a_new_instance():
     sim = ak.Simulation(seed=0, fire_latency=0)
     lg = sim.namespace("L", Long).get("l")

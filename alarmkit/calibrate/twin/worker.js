@@ -512,7 +512,7 @@ export class ProbeFacet extends DurableObject {
 // 15-minute limit, same-instant order, deleteAll). Every row also goes to FID_LOG, this isolate's
 // memory, with a global sequence number: a constructor that throws or an abort can lose its storage
 // writes, and Date.now() only moves across I/O, so the sequence is the true order of events here.
-// Routes: /fid/OP?obj=&cls=fid|noalarm&...  and  /fid/log?obj= (FID_LOG rows of that object).
+// Routes: /fid/OP?obj=&cls=fid|noalarm|deploy&...  and  /fid/log?obj= (FID_LOG rows of that object).
 // ---------------------------------------------------------------------------------------------
 const FID_LOG = [];
 let FID_SEQ = 0;
@@ -631,6 +631,11 @@ export class Fid extends FidBase {
 
 export class FidNoAlarm extends FidBase {}
 
+// FidDeploy: the class a deploy changes. This module's FidDeploy has Fid's alarm(); deploy-v2.js, the
+// main module of the config WorkerdProcess.redeploy("v2") starts, exports FidNoAlarm under the same
+// name, so the namespace's className and uniqueKey (and its stored alarms) stay while alarm() is gone.
+export class FidDeploy extends Fid {}
+
 function intParam(u, k) {
   const v = u.searchParams.get(k);
   if (v === null || v === "") return undefined;
@@ -683,7 +688,8 @@ export default {
         return Response.json({ now: Date.now(), rows: FID_LOG.filter((r) => !want || r.obj === want) });
       }
       if (u.pathname.startsWith("/fid/")) {
-        const fns = u.searchParams.get("cls") === "noalarm" ? env.FIDNOALARM : env.FID;
+        const fcls = u.searchParams.get("cls");
+        const fns = fcls === "noalarm" ? env.FIDNOALARM : fcls === "deploy" ? env.FIDDEPLOY : env.FID;
         const fstub = fns.get(fns.idFromName(obj));
         try {
           return Response.json(await fstub.op(u.pathname.slice("/fid/".length), probeParams(u)));

@@ -44,7 +44,14 @@ class JsHostWorkerd(SimWorkerd):
         compat = changes.pop("compatibility_date", None)
         self.sim = Simulation(profile=profile, seed=seed, journal=journal, scenario=scenario,
                               params={**(params or {}), "profile_overrides": changes, "host": "js"}, **changes)
-        self.worker = load(self.sim, TWIN, {"LEDGER": "LeaseLedger", "PROBE": "Probe", "FID": "Fid", "FIDNOALARM": "FidNoAlarm"}, compat)
+        self.worker = load(self.sim, TWIN, {"LEDGER": "LeaseLedger", "PROBE": "Probe", "FID": "Fid", "FIDNOALARM": "FidNoAlarm",
+                                            "FIDDEPLOY": "FidDeploy"}, compat)
+        deploy_ns = self.sim.namespaces["FIDDEPLOY"]
+        # the twin's deploys (WorkerdProcess.redeploy): "v2" is deploy-v2.js, whose FidDeploy is FidNoAlarm
+        self.deploys = {"v1": deploy_ns.cls, "v2": self.sim._js_bridge.bind_class(
+            "FIDDEPLOY", "FidNoAlarm", self.worker.methods("FIDNOALARM") or [])}
+        self.deploy = "v1"
+        self._deploying: Optional[str] = None
         self.sim.advance(EPOCH_MS)
         self.down = False
         self._lag_ms = 0
@@ -54,6 +61,17 @@ class JsHostWorkerd(SimWorkerd):
 
     def version(self) -> str:
         return f"alarmkit JavaScript host, profile {self.sim.profile.name}"
+
+    def redeploy(self, deploy: str, downtime: float = 0.0) -> "JsHostWorkerd":
+        """``WorkerdProcess.redeploy``: the FIDDEPLOY namespace's instances are built from another exported
+        class of the same module from now on (Node keeps the module: its memory outlives the restart)."""
+        if deploy not in self.deploys:
+            raise WorkerdError(f"unknown twin deploy {deploy!r}; deploys: {sorted(self.deploys)}")
+        self.stop()
+        self.sleep(downtime)
+        self.sim.namespaces["FIDDEPLOY"].cls = self.deploys[deploy]
+        self.deploy = self._deploying = deploy
+        return self.start()
 
     def get(self, path: str, params: Optional[Mapping[str, Any]] = None, timeout: float = 15.0) -> Any:
         if self.down:
