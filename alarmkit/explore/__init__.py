@@ -29,6 +29,7 @@ from ..kernel import SEED_MAX
 from ..errors import AlarmkitError, PlanNotApplied
 from ..runtime.faults import FaultPlan
 from ..journal.invariants import INVARIANTS
+from ..scenarios import SCENARIOS
 from ._findings import Counterexample, Exploration, plan_warnings
 from ._shrink import shrink, snippet
 from ._sink import Sink
@@ -323,8 +324,9 @@ def _counterexamples(ctx: dict, results: list[SweepRun], budget: int, limit: int
             plan, seed, runs = FaultPlan.from_dict(r.plan), r.row["seed"], 1
             first = next(v for v in r.violations if (v["invariant"], v["object"]) == (inv, obj))
             message = f"{first['message']} ({err})"
+        known = SCENARIOS.get(ctx["scenario"])  # registered now, maybe not when the snippet is printed
         out.append(Counterexample(ctx["scenario"], inv, obj, message, plan, seed, ctx["params"],
-                                  ctx["profile"], r.row["key"], runs))
+                                  ctx["profile"], r.row["key"], runs, known.replay_setup() if known else ""))
     return out
 
 

@@ -35,9 +35,10 @@ class Counterexample:
     profile: str | None = None
     found_in: str = ""  # the run key it was shrunk from
     shrink_runs: int = 0
+    setup: str = ""  # the lines a fresh script runs first so that it finds the scenario (Scenario.replay_setup)
 
     def snippet(self) -> str:
-        return snippet(self.scenario, self.plan, self.seed, self.params, self.profile)
+        return snippet(self.scenario, self.plan, self.seed, self.params, self.profile, self.setup)
 
     def replay(self, journal: Any = None, scenario: str | None = None) -> RunResult:
         """Run this counterexample again into ``journal`` (a ``RunResult``); ``scenario``: run another

@@ -92,13 +92,21 @@ def _smaller(plan: FaultPlan):
         yield FaultPlan.from_dict({k: v for k, v in data.items() if k != "object"})
 
 
-def snippet(scenario: str, plan: FaultPlan, seed: int, params: dict | None = None, profile: str | None = None) -> str:
-    """A short Python script that reproduces one run and prints its violations."""
+def snippet(scenario: str, plan: FaultPlan, seed: int, params: dict | None = None, profile: str | None = None,
+            setup: str | None = None) -> str:
+    """A short Python script that reproduces one run and prints its violations; ``setup`` (default: the
+    registered scenario's ``replay_setup()``) goes first."""
     extra = "".join(f", {k}={v!r}" for k, v in (params or {}).items())
     if profile:
         extra += f", profile={profile!r}"
+    from ..scenarios import SCENARIOS
+
+    if not setup:
+        known = SCENARIOS.get(scenario)
+        setup = known.replay_setup() if known is not None else ""
     return "\n".join([
         "from alarmkit import FaultPlan, check, run_scenario",
+        *([setup] if setup else []),
         "",
         f"plan = {plan.to_python()}",
         f"result = run_scenario({scenario!r}, seed={seed}, faults=plan{extra})",

@@ -31,6 +31,17 @@ class Scenario:
     profile: str = "workerd"
     params: dict[str, Any] = field(default_factory=dict)
     faults: dict[str, Any] | None = None  # the fault plan a run gets when run_scenario is given none
+    setup: str = ""  # Python lines a fresh script runs before ``run_scenario`` can find this scenario
+
+    def replay_setup(self) -> str:
+        """What a replay script (explore's snippets) runs first: ``setup``, else ``import`` of the module
+        that registered it when that is not alarmkit's own nor ``__main__`` (importing it registers it)."""
+        if self.setup:
+            return self.setup
+        module = getattr(self.fn, "__module__", "") or ""
+        if module == "alarmkit" or module.startswith("alarmkit.") or module in ("__main__", "builtins"):
+            return ""
+        return f"import {module}  # registers scenario {self.name!r}"
 
     def check_params(self, params: dict[str, Any], max_work: int | None = None) -> None:
         """Refuse parameters this scenario does not take, or shaped unlike their defaults (a list of
@@ -57,10 +68,13 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, description: str, profile: str = "workerd", faults: dict[str, Any] | None = None) -> Callable:
+def scenario(name: str, description: str, profile: str = "workerd", faults: dict[str, Any] | None = None,
+             setup: str = "") -> Callable:
     """Register ``fn(sim, **params) -> dict`` under ``name``; its keyword defaults are its parameters.
     ``faults``: a fault plan as plain data (``FaultPlan.to_dict()``) that ``run_scenario`` applies when
-    it is given no ``faults`` (the story needs the fault to happen); ``faults=FaultPlan()`` runs without."""
+    it is given no ``faults`` (the story needs the fault to happen); ``faults=FaultPlan()`` runs without.
+    ``setup``: the Python lines a fresh script needs before it can run this scenario by name (explore's
+    replay snippets start with them); by default, ``import`` of the module that registered it."""
 
     def register(fn: Callable[..., dict]) -> Callable[..., dict]:
         sig = inspect.signature(fn)
@@ -69,7 +83,7 @@ def scenario(name: str, description: str, profile: str = "workerd", faults: dict
             from ..runtime.faults import FaultPlan
 
             FaultPlan.from_dict(faults)  # a bad default plan fails here, at import, naming the field
-        SCENARIOS[name] = Scenario(name, description, fn, profile, params, faults)
+        SCENARIOS[name] = Scenario(name, description, fn, profile, params, faults, setup)
         return fn
 
     return register

@@ -38,13 +38,17 @@ def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", 
             "outcomes": result.outcomes, "logs": list(getattr(worker, "logs", []))[:1000]}
 
 
+# a replay script (explore's snippet) registers the scenario for good before it runs it by name
+SETUP = "from alarmkit.workers import register\nregister()"
+
+
 @contextlib.contextmanager
 def registered() -> Iterator[None]:
     """The ``"worker"`` scenario registered for the duration (and removed after, however it ends)."""
     from ..scenarios import SCENARIOS, scenario
 
     had = SCENARIOS.get(SCENARIO)
-    scenario(SCENARIO, DESCRIPTION)(scenario_fn)
+    scenario(SCENARIO, DESCRIPTION, setup=SETUP)(scenario_fn)
     try:
         yield
     finally:
@@ -60,7 +64,7 @@ def register() -> None:
     ``list_scenarios()`` and ``alarmkit demo`` would try to run it: prefer ``registered()`` in scripts."""
     from ..scenarios import scenario
 
-    scenario(SCENARIO, DESCRIPTION)(scenario_fn)
+    scenario(SCENARIO, DESCRIPTION, setup=SETUP)(scenario_fn)
 
 
 def worker_params(entry: str | Path | None, drive: str | Path, wrangler: str | Path | None = None,

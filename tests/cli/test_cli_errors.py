@@ -88,7 +88,7 @@ def test_demo_refuses_a_text_file_as_its_journal_and_leaves_it(tmp_path):
     notes.write_text("precious notes\n")
     for extra in ([], ["--fresh"]):
         p = alarmkit("demo", "--db", str(notes), "--out", str(tmp_path / "r"), *extra)
-        refused(p, "notes.txt' is not an alarmkit journal (not a DuckDB file); alarmkit leaves it alone")
+        refused(p, "notes.txt' is not an alarmkit journal (not a DuckDB file: text); alarmkit leaves it alone")
         assert notes.read_text() == "precious notes\n"
     assert not (tmp_path / "r").exists()  # refused before any work: no folder made either
 

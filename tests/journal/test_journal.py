@@ -103,7 +103,7 @@ def test_a_journal_held_by_another_process_names_the_file_and_the_way_out(tmp_pa
 def test_a_file_that_is_not_duckdb_is_a_clear_error(tmp_path):
     bogus = tmp_path / "notes.duckdb"
     bogus.write_text("hello, not a database\n" * 100)
-    with pytest.raises(AlarmkitError, match=r"notes.duckdb' is not an alarmkit journal \(not a DuckDB file\); alarmkit leaves it alone"):
+    with pytest.raises(AlarmkitError, match=r"notes.duckdb' is not an alarmkit journal \(not a DuckDB file: text\); alarmkit leaves it alone"):
         Journal(bogus)
     assert bogus.read_text() == "hello, not a database\n" * 100
 

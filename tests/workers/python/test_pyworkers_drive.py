@@ -2,6 +2,8 @@
 messages when the inbox crashes mid-delivery; its fix does not."""
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -95,3 +97,7 @@ def test_explore_finds_the_outbox_bug_and_not_in_the_fix():
                            workers=1, progress=False)
     assert fixed.counterexamples == [] and len(fixed.table) > 50
     assert "worker" not in ak.SCENARIOS  # registered only while it ran
+    snippet = broken.counterexamples[0].snippet()  # a fresh process replays it as printed
+    assert snippet.splitlines()[1:3] == ["from alarmkit.workers import register", "register()"]
+    out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("expect "), out.stderr[-2000:]
