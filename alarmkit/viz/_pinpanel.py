@@ -19,11 +19,13 @@ from .pinning import Pin
 __all__ = ["PinPanel"]
 
 _CSS = ("<style>.alarmkit-pin-summary{max-height:11em;overflow-y:auto;margin:2px 0 4px;font-size:13px}"
-        ".alarmkit-pin-summary ul{margin:2px 0 0;padding-left:1.4em}</style>")
+        ".alarmkit-pin-summary ul{margin:2px 0 0;padding-left:1.4em}"
+        ".alarmkit-pin-figure>*{width:100%;min-width:0;flex:1 1 auto}</style>")
 
 
-class PinPanel(W.VBox):
-    """Pinning for one explorer: ``current()`` gives the explorer's latest ``RunResult``."""
+class PinPanel(W.Box):
+    """Pinning for one explorer: ``current()`` gives the explorer's latest ``RunResult``. A column
+    (a ``Box``, not a ``VBox``: the explorer is the last ``.widget-vbox`` of its output)."""
 
     def __init__(self, current: Callable[[], Any]) -> None:
         self._current = current
@@ -37,12 +39,12 @@ class PinPanel(W.VBox):
         self.summary.add_class("alarmkit-pin-summary")
         self.figure: go.FigureWidget | None = None
         self.figure_box = W.Box([], layout=W.Layout(width="100%", flex_flow="column", align_items="stretch"))
-        self.figure_box.add_class("alarmkit-figure-box")
+        self.figure_box.add_class("alarmkit-pin-figure")
         self.pin_button.on_click(lambda _: self.pin())
         self.unpin_button.on_click(lambda _: self.unpin())
         self.figure_toggle.observe(lambda _: self._draw(), names="value")
         super().__init__([W.HTML(_CSS), W.HBox([self.pin_button, self.unpin_button, self.figure_toggle]),
-                          self.summary, self.figure_box], layout=W.Layout(width="100%"))
+                          self.summary, self.figure_box], layout=W.Layout(width="100%", flex_flow="column"))
         self.add_class("alarmkit-pin")
         self._show()
 

@@ -247,6 +247,12 @@ class Explorer(W.VBox):
         None: nothing pinned, the current run is the pinned one, or the diff was refused (the row says why)."""
         return self.pinning.state.diff
 
+    def pin_summary(self) -> str:
+        """What the pin row says, as plain lines: what is pinned, or how the current run differs from it
+        (the count of differing events by status, the first divergence with its virtual time, the rest
+        of ``pinned_diff.summary()``), or "Same as the pinned run"."""
+        return "\n".join(self.pinning.state.lines())
+
     def _to_frame(self, i: int) -> None:
         self.time.value = self.frames[max(0, min(int(i), len(self.frames) - 1))]
 
