@@ -76,6 +76,18 @@ def test_a_thrown_revoke_shows_the_retry_and_its_duplicate_effect():
            "pinned run 1." in e.pinning.state.lines()
 
 
+def test_a_restart_is_named_as_a_run_wide_event_and_the_late_fire_with_both_latenesses():
+    e = Explorer("lease-lab", leases=3, noboot=True, pin=True)
+    e.controls["restart_at_ms"].value = 1_000  # 5 s of downtime: the alarm due at 1.5 s fires at 6.002 s
+    assert e.pin_summary().split("\n") == [
+        "Run 2 against pinned run 1: 6 differing alarm events (3 only in the pinned run, 2 only in run 2, "
+        "1 with another lateness); 8 matched.",
+        "First divergence: run 2 has a restart at 1 s; pinned run 1 does not.",
+        "ledger's alarm due 1.5 s fires 2 ms late in pinned run 1 and 4.502 s late in run 2.",
+        "On ledger, run 2 has 1 fewer fire than pinned run 1.",
+    ]
+
+
 def test_the_diff_figure_is_drawn_only_while_its_toggle_is_on_and_follows_the_runs():
     e = Explorer("lease-lab", leases=3, pin=True)
     p = e.pinning
