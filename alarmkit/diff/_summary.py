@@ -90,6 +90,8 @@ def divergence_text(r: pd.Series, names: tuple[str, str], chain: dict[str, pd.Da
         return f"{y} arms {obj} for {_t(r[f'scheduled_{s}'])} at {t} (cause: {what or '?'}); {x} does not"
     if r["cls"] == "end":
         return f"{_alarm(r, s)} ends with {kind} in {y} at {t}; in {x} it has no such end"
+    if not obj:  # a run-wide event (a restart has no object)
+        return f"{y} has a {kind} at {t}; {x} does not"
     return f"{y} has {kind} on {obj} at {t}; {x} does not"
 
 

@@ -21,6 +21,7 @@ from .plots import timeline
 from ._labels import place_labels
 from ._timeline import _unit, esc, fmt_ms
 from ._controls import Fixed, control, on_change, value_of
+from ._pinpanel import PinPanel
 from ..journal import run_counts
 from ..scenarios.registry import summarize
 from ..runtime.profiles import PROFILES, Latency
@@ -139,10 +140,15 @@ class Explorer(W.VBox):
     over virtual time, the timeline as it stood at the slider's time (a "now" cursor; lanes, height and
     unit fixed for the run), the counts so far, the latest events and an export button.
     ``explorer.result`` is the latest ``run_scenario`` result. A value the scenario refuses greys the
-    figure (it is the previous run's) and the status line says what the parameter takes."""
+    figure (it is the previous run's) and the status line says what the parameter takes.
+
+    "Pin this run" (``pin()``; ``pin=True`` pins the first run) diffs every later run against the
+    pinned one (``ak.diff(pinned, current)``, kept as ``pinned_diff``): the row under the figure says
+    where they part and how many events differ, or "same as the pinned run"; its toggle draws the
+    diff's figure; "Unpin" (``unpin()``) forgets it. Each explorer pins its own run."""
 
     def __init__(self, scenario: str = "lease-lab", *, journal: Journal | None = None, seed: int = 0,
-                 profile: str | None = None, faults: Any = None, **params: Any) -> None:
+                 profile: str | None = None, faults: Any = None, pin: bool = False, **params: Any) -> None:
         self.scenario = get_scenario(scenario)
         self.scenario.check_params(params)
         self.journal = journal or Journal()
@@ -165,6 +171,7 @@ class Explorer(W.VBox):
         self.verdict = W.HTML(layout=W.Layout(width="100%"))
         self.verdict.add_class("alarmkit-verdict")
         self.table = W.HTML()
+        self.pinning = PinPanel(lambda: self.result)
         self.status = W.HTML()
         self.status.add_class("alarmkit-status")
         self.out_path = W.Text(value="report.html", description="export to", style=style)
@@ -176,12 +183,14 @@ class Explorer(W.VBox):
         grid = W.GridBox(list(self.controls.values()) + [self.profile, self.seed, self.latency],
                          layout=W.Layout(grid_template_columns="repeat(3, 1fr)"))
         super().__init__([W.HTML(_STALE_CSS), self.verdict, grid, W.HBox([self.play, self.time]), self.status,
-                          self.figure_box, self.table, W.HBox([self.out_path, self.export_button])],
+                          self.figure_box, self.pinning, self.table, W.HBox([self.out_path, self.export_button])],
                          layout=W.Layout(width="100%"))
         self.add_class("alarmkit-explorer")
         self.result: RunResult | None = None
         self.full: go.Figure | None = None
         self.rerun()
+        if pin:
+            self.pin()
 
     # -- callbacks ------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
@@ -209,6 +218,7 @@ class Explorer(W.VBox):
         end = int(self.events["t_ms"].max()) if len(self.events) else 0
         self.full = _for_widget(timeline(self.events, legend="class"), end) if len(self.events) else None
         self.frames = _frames(self.events)
+        self.pinning.update(result)
         self.time.max = max(end, 1)
         self.play.max = max(len(self.frames) - 1, 1)
         if self.play.value != len(self.frames) - 1:
@@ -218,6 +228,30 @@ class Explorer(W.VBox):
             self.time.value = end  # observer redraws
         else:
             self.show_until(end)
+
+    def pin(self) -> None:
+        """Pin the current run: every later run is diffed against it ("Pin this run")."""
+        self.pinning.pin()
+
+    def unpin(self) -> None:
+        self.pinning.unpin()
+
+    @property
+    def pinned(self) -> RunResult | None:
+        """The pinned run, or None."""
+        return self.pinning.state.run
+
+    @property
+    def pinned_diff(self) -> Any:
+        """The ``RunDiff`` of the current run against the pinned one (``ak.diff(pinned, current)``), or
+        None: nothing pinned, the current run is the pinned one, or the diff was refused (the row says why)."""
+        return self.pinning.state.diff
+
+    def pin_summary(self) -> str:
+        """What the pin row says, as plain lines: what is pinned, or how the current run differs from it
+        (the count of differing events by status, the first divergence with its virtual time, the rest
+        of ``pinned_diff.summary()``), or "Same as the pinned run"."""
+        return "\n".join(self.pinning.state.lines())
 
     def _to_frame(self, i: int) -> None:
         self.time.value = self.frames[max(0, min(int(i), len(self.frames) - 1))]
@@ -285,6 +319,8 @@ class Explorer(W.VBox):
         """The live widget in JupyterLab; in an exported notebook (nbconvert), a still of its current figure."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/html"] = _still(self.figure, self.time.value)
+        if self.pinned is not None:  # the pin row's lines (escaped by Pin.html), under the still
+            bundle["text/html"] += f'<div class="alarmkit-pin-summary">{self.pinning.summary.value}</div>'
         return bundle
 
     def export(self, path: str | Path | None = None) -> Path:
@@ -294,4 +330,5 @@ class Explorer(W.VBox):
         return out
 
     def __repr__(self) -> str:
-        return f"<Explorer {self.scenario.name} run={self.result and self.result.run_id}>"
+        pinned = f" pinned={self.pinned.run_id}" if self.pinned is not None else ""
+        return f"<Explorer {self.scenario.name} run={self.result and self.result.run_id}{pinned}>"
