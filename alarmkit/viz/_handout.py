@@ -104,7 +104,8 @@ def learning_paragraph(nb: Any) -> str:
     first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
     body = "\n".join(ln.strip() for ln in first.splitlines() if not ln.startswith("#"))
     para = " ".join(next((chunk for chunk in body.split("\n\n") if chunk.strip()), "").split())
-    return re.sub(r"[`*]", "", para)
+    # a paragraph that introduces a list ("... breaks it:") ends the index's entry as a sentence
+    return re.sub(r"[`*]", "", para[:-1] + "." if para.endswith(":") else para)
 
 
 def scenario_of(nb: Any) -> str | None:

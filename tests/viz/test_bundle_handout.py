@@ -122,3 +122,16 @@ def test_the_pages_draw_offline_and_the_links_lead_on(bundle):
             assert fetched == []
         finally:
             browser.close()
+
+
+def test_an_index_entry_that_introduces_a_list_ends_as_a_sentence():
+    from types import SimpleNamespace
+
+    from alarmkit.viz._handout import learning_paragraph
+
+    def nb(text):
+        return SimpleNamespace(cells=[SimpleNamespace(cell_type="markdown", source=text)])
+
+    assert learning_paragraph(nb("# 3 · Six\n\nEach mistake is a `subclass`, and\nexplore breaks it:\n\n1. run")) == \
+        "Each mistake is a subclass, and explore breaks it."
+    assert learning_paragraph(nb("# 1 · One\n\nA *lease* ledger.\n\nMore.")) == "A lease ledger."
