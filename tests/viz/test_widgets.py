@@ -9,9 +9,9 @@ from alarmkit.viz.widgets import Explorer  # noqa: E402
 
 
 def points(fig):
-    """Drawn event marks (the "now" cursor and the cut marker are not events)."""
-    return sum(len(t.x) for t in fig.data if t.x is not None and (t.meta or {}).get("role") != "cursor"
-               and (t.meta or {}).get("role") != "cut")
+    """Drawn event marks (the "now" cursor and its label, the cut and fold markers are not events)."""
+    return sum(len(t.x) for t in fig.data if t.x is not None
+               and (t.meta or {}).get("role") not in ("cursor", "now", "cut", "fold"))
 
 
 def test_explorer_runs_the_scenario_and_draws_it():
