@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from ..errors import AlarmkitError
 from ..journal import Journal
 from .plots import timeline
+from ._fit import Fit
 from ._replay import at_instant, for_widget, frames, nothing_yet
 from ._timeline import fmt_ms
 from ._controls import Fixed, control, on_change, value_of
@@ -80,6 +81,7 @@ class Explorer(W.VBox):
         self.play.observe(lambda ch: self._to_frame(ch["new"]), names="value")
         self.figure = go.FigureWidget()
         self.figure.layout.autosize = True
+        self.figure._config = {**self.figure._config, "responsive": True}  # Fit's resize event sizes it to its box
         self.figure_box = W.Box([self.figure], layout=W.Layout(width="100%", flex_flow="column", align_items="stretch"))
         self.figure_box.add_class("alarmkit-figure-box")
         self.verdict = W.HTML(layout=W.Layout(width="100%"))
@@ -95,7 +97,7 @@ class Explorer(W.VBox):
         self.time.observe(lambda change: self.show_until(change["new"]), names="value")
         grid = W.GridBox(list(self.controls.values()) + [self.profile, self.seed, self.latency],
                          layout=W.Layout(grid_template_columns="repeat(3, 1fr)"))
-        super().__init__([W.HTML(_STALE_CSS), self.verdict, grid, W.HBox([self.play, self.time]), self.status,
+        super().__init__([W.HTML(_STALE_CSS), Fit(), self.verdict, grid, W.HBox([self.play, self.time]), self.status,
                           self.figure_box, self.table, W.HBox([self.out_path, self.export_button])],
                          layout=W.Layout(width="100%"))
         self.add_class("alarmkit-explorer")
