@@ -24,6 +24,7 @@ from ._timeline import _unit
 FIGURE_PX = 700  # the narrowest explorer figure the labels are placed for (plotly's default width)
 FRAMES = 120  # Play steps through at most this many instants, the last one the run's last event
 NAME_PX, TICK_PX, SLIDER_PX, TITLE_PX, GAP_PX = 8.0, 30, 44, 26, 8  # the bottom margin, top to bottom
+BAND_PX = 34  # two lines over the lanes, inside the plot: the "now" label, and the cut marker above it
 
 
 def nothing_yet(t_ms: int, end_ms: int) -> go.Figure:
@@ -75,9 +76,19 @@ def for_widget(fig: go.Figure, events: pd.DataFrame) -> go.Figure:
         vals, text, unit = ticks(folds, lo_ms, max(hi_ms, end_ms), scale, plot_px)
         fig.update_xaxes(tickvals=vals, ticktext=text, title_text=f"virtual time ({unit}) · idle stretches folded")
     fig.update_yaxes(automargin=False)
+    y0, y1 = fig.layout.yaxis.range  # the lanes: bottom, top (reversed)
+    top = y1 - (y0 - y1) * BAND_PX / (area - BAND_PX)
+    fig.layout.yaxis.range = [y0, top]
+    shapes = []  # a restart's line and downtime, a fold's band: over the lanes, under the band
+    for sh in fig.layout.shapes or ():
+        j = sh.to_plotly_json()
+        if str(j.get("yref", "")).endswith("domain"):
+            j.update(yref=str(j["yref"]).split(" ")[0], y0=y0, y1=y1)
+        shapes.append(j)
+    fig.layout.shapes = shapes
     fig.update_layout(height=int((lay.margin.t or 80) + area + bottom), width=None, autosize=True,
                       margin=dict(l=left, r=20, b=bottom, autoexpand=False))
-    meta.update(view=[lo, hi], cut=hi_ms < end_ms, end_ms=int(end_ms), yrange=list(fig.layout.yaxis.range or [1, -1]),
+    meta.update(view=[lo, hi], cut=hi_ms < end_ms, end_ms=int(end_ms), yrange=[y0, y1], ytop=top,
                 plot_px=plot_px, folds=[[f.start_ms, f.end_ms, f.x0, f.x1] for f in folds])
     fig.update_layout(meta=meta)
     _labels_off_the_strip(fig)
@@ -170,19 +181,17 @@ def at_instant(full: go.Figure, t_ms: int, head: str, nothing: bool) -> go.Figur
                 tr.text = ["" if f == idle else text for f, text in zip(folds, tr.text)]
     fig.add_trace(go.Scatter(x=[at, at], y=[y0, y1], mode="lines", line=dict(color="#333", width=1.5, dash="dash"),
                              hoverinfo="skip", showlegend=False, name="now", meta={"role": "cursor"}, uid="alarmkit-now"))
-    # the now label and the cut marker stand above the plot (two lines of the top margin), where no mark
-    # or label is: the now label over the cursor's top end, the cut marker over the axis's right end
-    px_y = (y0 - y1) / max(full.layout.height - full.layout.margin.t - full.layout.margin.b, 1)  # y units per px
+    # the now label over the cursor's top end and the cut marker over the axis's right end stand in
+    # the band over the lanes, where no mark is
     label = f"now {fmt_ms(t_ms)}" + (" (idle, folded)" if idle else "") + (" ▸" if past else "")
     share = (at - lo) / max(hi - lo, 1e-12)
     fig.add_trace(go.Scatter(x=[at], y=[y1], mode="text", text=[label], textfont=dict(size=11, color="#333"),
                              textposition="top right" if share < 0.15 else "top left" if share > 0.85 else "top center",
-                             xaxis="x2", cliponaxis=False, hoverinfo="skip", showlegend=False, name="now label",
-                             meta={"role": "now"}))
+                             xaxis="x2", hoverinfo="skip", showlegend=False, name="now label", meta={"role": "now"}))
     if meta.get("cut"):
-        fig.add_trace(go.Scatter(x=[hi], y=[y1 - 15 * px_y], mode="text", textposition="top left", showlegend=False,
+        fig.add_trace(go.Scatter(x=[hi], y=[meta["ytop"]], mode="text", textposition="bottom left", showlegend=False,
                                  text=[f"idle until {fmt_ms(meta['end_ms'])}: cut ▸"], textfont=dict(size=11, color="#777"),
-                                 xaxis="x2", cliponaxis=False, hoverinfo="skip", name="cut", meta={"role": "cut"}))
+                                 xaxis="x2", hoverinfo="skip", name="cut", meta={"role": "cut"}))
     if nothing:
         fig.layout.annotations = [dict(text=f"nothing has happened by {t_ms / 1000:.3f} s", x=0.5, y=0.5,
                                        xref="paper", yref="paper", showarrow=False, font=dict(size=15, color="#666"))]

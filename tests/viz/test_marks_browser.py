@@ -27,7 +27,8 @@ BOXES = """id => {
   const gd = document.getElementById(id);
   const box = el => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
   const labels = Array.from(gd.querySelectorAll('.scatterlayer .textpoint text'))
-    .filter(t => t.textContent.trim()).map(t => ({text: t.textContent, box: box(t)}));
+    .filter(t => t.textContent.trim()).map(t => ({text: t.textContent, box: box(t)}))
+    .filter(l => l.box[2] > l.box[0] && l.box[3] > l.box[1]);  // drawn: plotly hides text out of range
   const marks = Array.from(gd.querySelectorAll('.scatterlayer .points path.point')).map(box)
     .filter(b => b[2] - b[0] > 2 && b[3] - b[1] > 2);
   // vertical lines: line shapes with no width (a restart), and the explorer's cursor trace
