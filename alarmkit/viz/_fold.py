@@ -131,7 +131,8 @@ def ticks(folds: Sequence[Fold], lo_ms: float, hi_ms: float, scale: float, plot_
     lo_x, hi_x = float(fold_x(lo_ms / scale, folds, scale)), float(fold_x(hi_ms / scale, folds, scale))
     room = 70 / plot_px * max(hi_x - lo_x, 1e-9)
     must = {float(f.end_ms) for f in folds}
-    vals, text, last = [], [], -math.inf
+    vals: list[float] = []
+    text: list[str] = []
     for v, x in sorted(zip(sorted(want), xs), key=lambda p: (p[0] not in must, p[0])):
         if all(abs(x - p) >= room for p in vals):
             vals.append(float(x))
