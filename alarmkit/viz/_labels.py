@@ -84,7 +84,9 @@ def place_labels(fig: go.Figure, width: float = NOMINAL_WIDTH) -> int:
         row = rows.setdefault(t.yaxis or "y", {"obstacles": [], "labels": []})
         if "markers" in (t.mode or ""):
             row["obstacles"].append(t)
-        if t.text is not None and not isinstance(t.text, str) and "text" in (t.mode or ""):
+        if isinstance(t.meta, dict) and t.meta.get("role") in ("fold", "now", "cut"):  # fixed: an obstacle
+            row.setdefault("fixed", []).append(t)
+        elif t.text is not None and not isinstance(t.text, str) and "text" in (t.mode or ""):
             row["labels"].append(t)
     vlines: dict[str, list[float]] = {}  # vertical lines a label must not sit on: restarts, the explorer's "now"
     for sh in fig.layout.shapes or ():
@@ -106,6 +108,14 @@ def place_labels(fig: go.Figure, width: float = NOMINAL_WIDTH) -> int:
             marks.extend(zip(x[keep] - s[keep] / 2, y[keep] - s[keep] / 2, x[keep] + s[keep] / 2, y[keep] + s[keep] / 2))
         for vx in ax.px(np.array(vlines.get(yname, []), float)):
             marks.append((vx - LINE_HALF, -1e6, vx + LINE_HALF, 1e6))
+        for t in row.get("fixed", ()):  # text at its own textposition, lines split by <br>
+            for px, py, text in zip(ax.px(t.x), ax.py(t.y), t.text):
+                lines = str(text).split("<br>") if text else []
+                if lines:
+                    w, h = max(len(x) for x in lines) * CHAR_PX, len(lines) * LINE_PX
+                    side = t.textposition if isinstance(t.textposition, str) else "middle center"
+                    b = _box(side, px, py, 0, w, h) if side != "middle center" else (px - w / 2, py - h / 2, px + w / 2, py + h / 2)
+                    marks.append((b[0] - PAD, b[1] - PAD, b[2] + PAD, b[3] + PAD))
         order = sorted(row["labels"], key=lambda t: PRIORITY.index(_kind(t)) if _kind(t) in PRIORITY else len(PRIORITY))
         placed: list = []
         boxes = np.array(marks, float).reshape(-1, 4)

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
-import numpy as np
 import plotly.graph_objects as go
 
 from ..errors import AlarmkitError
 from ..journal import Journal
 from .plots import timeline
-from ._labels import place_labels
-from ._timeline import _unit, esc, fmt_ms
+from ._fit import Fit
+from ._replay import at_instant, for_widget, frames, nothing_yet
+from ._timeline import fmt_ms
 from ._controls import Fixed, control, on_change, value_of
 from ._pinpanel import PinPanel
 from ..journal import run_counts
@@ -30,89 +30,10 @@ from ..scenarios import RunResult, get_scenario, run_scenario
 
 __all__ = ["Explorer"]
 
-WIDGET_PLOT_PX = 560  # the narrowest plot area the explorer's labels are placed for (the figure takes the widget's width)
-FRAMES = 120  # Play steps through at most this many instants, the last one the run's last event
 # the figure box is a column whose child (plotly's widget) takes its whole width: plotly autosizes to it
 _STALE_CSS = ("<style>.alarmkit-stale{opacity:.35;filter:grayscale(1);pointer-events:none}"
               ".alarmkit-verdict{margin:4px 0 6px}"
               ".alarmkit-figure-box>*{width:100%;min-width:0;flex:1 1 auto}</style>")
-
-
-def _nothing_yet(t_ms: int, end_ms: int) -> go.Figure:
-    """The empty state of a run with no events at all: its time axis and a line saying so."""
-    unit, scale = _unit(end_ms)
-    fig = go.Figure(layout=dict(
-        template="plotly_white", height=300, title=dict(text="timeline", x=0.01, xanchor="left"),
-        xaxis=dict(range=[0, end_ms / scale], title_text=f"virtual time ({unit})", showline=True, linecolor="#999"),
-        yaxis=dict(visible=False, range=[0, 1]), meta={"unit": unit, "scale": scale, "events": 0},
-        annotations=[dict(text=f"nothing has happened by {t_ms / 1000:.3f} s", x=0.5, y=0.5, xref="paper",
-                          yref="paper", showarrow=False, font=dict(size=15, color="#666"))]))
-    return fig
-
-
-def _for_widget(fig: go.Figure, end_ms: int) -> go.Figure:
-    """The whole run's timeline fitted to the widget, built once per run so that scrubbing never moves
-    the lanes, the height or the unit: the subtitle folded into the title (two lines of one text, which
-    cannot overlap on a first draw), the x axis on the activity (the idle tail cut, a marker saying so)
-    and, under it, the whole run as an overview strip (plotly's range slider) to brush a range."""
-    note = fig.layout.title.subtitle.text
-    if note:
-        fig.update_layout(title=dict(text=f"{fig.layout.title.text}<br><span style='font-size:12px;color:#666'>"
-                                          f"{note}</span>", subtitle=dict(text="")))
-    meta = dict(fig.layout.meta or {})
-    scale = meta.get("scale") or 1
-    if fig.layout.xaxis.range is not None:  # the view _build opened on: the activity, idle evictions after it cut
-        lo, hi = fig.layout.xaxis.range
-        cut = end_ms / scale > hi
-        fig.update_xaxes(range=[lo, hi], rangeslider=dict(visible=True, thickness=0.09, bgcolor="#f4f4f4",
-                                                          range=[lo, max(hi, end_ms * 1.02 / scale)]))
-        fig.update_layout(height=(fig.layout.height or 450) + 70,
-                          margin=dict(b=(fig.layout.margin.b or 60) + 70), width=None, autosize=True)
-        meta.update(view=[lo, hi], cut=bool(cut), end_ms=end_ms, yrange=list(fig.layout.yaxis.range or [1, -1]))
-        fig.update_layout(meta=meta)
-        place_labels(fig, WIDGET_PLOT_PX)  # the labels were placed for a report's wider plot
-    return fig
-
-
-def _frames(events) -> list[int]:
-    """The instants Play steps through: the run's distinct event times, thinned to ``FRAMES``, always
-    ending on the last one (so Play ends with every event drawn)."""
-    times = sorted(set(int(t) for t in events["t_ms"])) if len(events) else [0]
-    if len(times) > FRAMES:
-        step = len(times) / (FRAMES - 1)
-        times = [times[min(len(times) - 1, round(i * step))] for i in range(FRAMES - 1)] + [times[-1]]
-    return sorted(set(times))
-
-
-def _upto(trace: dict, x_t: float) -> dict:
-    """``trace`` (plotly JSON) with what happened after ``x_t`` left out: a marker or label by its own x;
-    a line (segments split by gaps) by where it starts, so an arm's arrow shows the due time it set."""
-    xs = trace.get("x")
-    if xs is None:
-        return trace
-    x = np.asarray(xs, dtype=float)
-    gap = np.isnan(x)
-    if (trace.get("meta") or {}).get("role") in ("events", "label") or not gap.any():
-        keep = ~gap & (x <= x_t)
-    else:
-        group = np.cumsum(gap)  # a segment and the gap that ends it share a number... the gap starts the next
-        first = {}
-        for g, v, is_gap in zip(group, x, gap):
-            if not is_gap and g not in first:
-                first[g] = v
-        starts = np.array([first.get(g, np.inf) for g in group])
-        keep = np.where(gap, np.roll(starts, 1) <= x_t, starts <= x_t)
-    n = len(x)
-
-    def cut(v: Any) -> Any:
-        if isinstance(v, (list, tuple, np.ndarray)) and len(v) == n and not isinstance(v, str):
-            return np.asarray(v, dtype=object if not isinstance(v, np.ndarray) else v.dtype)[keep]
-        return v
-
-    out = {k: cut(v) for k, v in trace.items()}
-    if isinstance(trace.get("marker"), dict):
-        out["marker"] = {k: cut(v) for k, v in trace["marker"].items()}
-    return out
 
 
 def _still(figure: go.FigureWidget, t_ms: int | None = None) -> str:
@@ -166,6 +87,7 @@ class Explorer(W.VBox):
         self.play.observe(lambda ch: self._to_frame(ch["new"]), names="value")
         self.figure = go.FigureWidget()
         self.figure.layout.autosize = True
+        self.figure._config = {**self.figure._config, "responsive": True}  # Fit's resize event sizes it to its box
         self.figure_box = W.Box([self.figure], layout=W.Layout(width="100%", flex_flow="column", align_items="stretch"))
         self.figure_box.add_class("alarmkit-figure-box")
         self.verdict = W.HTML(layout=W.Layout(width="100%"))
@@ -182,7 +104,7 @@ class Explorer(W.VBox):
         self.time.observe(lambda change: self.show_until(change["new"]), names="value")
         grid = W.GridBox(list(self.controls.values()) + [self.profile, self.seed, self.latency],
                          layout=W.Layout(grid_template_columns="repeat(3, 1fr)"))
-        super().__init__([W.HTML(_STALE_CSS), self.verdict, grid, W.HBox([self.play, self.time]), self.status,
+        super().__init__([W.HTML(_STALE_CSS), Fit(), self.verdict, grid, W.HBox([self.play, self.time]), self.status,
                           self.figure_box, self.pinning, self.table, W.HBox([self.out_path, self.export_button])],
                          layout=W.Layout(width="100%"))
         self.add_class("alarmkit-explorer")
@@ -216,8 +138,8 @@ class Explorer(W.VBox):
         self.events = result.events
         self.verdict.value = result.verdict.html()
         end = int(self.events["t_ms"].max()) if len(self.events) else 0
-        self.full = _for_widget(timeline(self.events, legend="class"), end) if len(self.events) else None
-        self.frames = _frames(self.events)
+        self.full = for_widget(timeline(self.events, legend="class"), self.events) if len(self.events) else None
+        self.frames = frames(self.events)
         self.pinning.update(result)
         self.time.max = max(end, 1)
         self.play.max = max(len(self.frames) - 1, 1)
@@ -261,7 +183,7 @@ class Explorer(W.VBox):
         run's own lanes and axes, with a "now" cursor; the title, counts and latest events follow."""
         shown = self.events[self.events["t_ms"] <= t_ms]
         end = max(int(self.time.max), 1)
-        fig = _nothing_yet(t_ms, end) if self.full is None else self._frame(shown, t_ms)
+        fig = nothing_yet(t_ms, end) if self.full is None else self._frame(shown, t_ms)
         with self.figure.batch_update():
             self.figure.data = ()
             self.figure.add_traces(list(fig.data))
@@ -276,37 +198,9 @@ class Explorer(W.VBox):
 
     def _frame(self, shown: Any, t_ms: int) -> go.Figure:
         """The run's whole figure with what happened after ``t_ms`` left out, the cursor and the cut marker."""
-        full = self.full
-        meta = full.layout.meta
-        x_t = t_ms / (meta.get("scale") or 1)
-        fig = go.Figure(layout=full.layout)
-        fig.add_traces([_upto(t.to_plotly_json(), x_t) for t in full.data])
-        fig.layout.shapes = [s for s in full.layout.shapes if s.x0 is None or s.x0 <= x_t]
-        lo, hi = meta["view"]
-        y0, y1 = meta["yrange"]
-        past = x_t > hi
-        at = min(x_t, hi)
-        fig.add_trace(go.Scatter(x=[at, at], y=[y0, y1], mode="lines+text",
-                                 text=["", f"now {fmt_ms(t_ms)}" + (" ▸" if past else "")],
-                                 textposition="middle right" if at < (lo + hi) / 2 else "middle left",
-                                 textfont=dict(size=11, color="#333"), line=dict(color="#333", width=1.5, dash="dash"),
-                                 hoverinfo="skip", showlegend=False, name="now", meta={"role": "cursor"},
-                                 uid="alarmkit-now"))
-        if meta.get("cut"):
-            fig.add_trace(go.Scatter(x=[hi], y=[y0], mode="text", textposition="top left", showlegend=False,
-                                     text=[f"idle until {fmt_ms(meta['end_ms'])}: cut ▸ (strip below: whole run)"],
-                                     textfont=dict(size=11, color="#777"), hoverinfo="skip", name="cut",
-                                     meta={"role": "cut"}))
-        if shown.empty:
-            fig.layout.annotations = [dict(text=f"nothing has happened by {t_ms / 1000:.3f} s", x=0.5, y=0.5,
-                                           xref="paper", yref="paper", showarrow=False,
-                                           font=dict(size=15, color="#666"))]
-        place_labels(fig, WIDGET_PLOT_PX)  # again, around the cursor: no label may sit on a vertical line
-        note = full.layout.title.text.split("<br>", 1)
-        head = (f"{esc(self.scenario.name)} · run {self.result.run_id} · "
+        head = (f"{self.scenario.name} · run {self.result.run_id} · "
                 f"{len(shown):,} of {len(self.events):,} events by {fmt_ms(t_ms)}")
-        fig.layout.title.text = head + ("<br>" + note[1] if len(note) > 1 else "")
-        return fig
+        return at_instant(self.full, t_ms, head, nothing=shown.empty)
 
     def _status(self, shown: Any, t_ms: int) -> str:
         c = run_counts(shown)

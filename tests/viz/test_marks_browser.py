@@ -1,7 +1,9 @@
 """Labels measured in headless Chromium against each other, against the markers and against the
 vertical lines (a restart's dotted line; the explorer's "now" cursor): every demo report's timeline,
-and the explorer's figure at several instants of guestbook-crash-loop (a restart at 300 s) and
-keepalive-celld-vs-workerd (process deaths, a cut idle tail), drawn at the explorer's 700 px."""
+and the explorer's figure at several instants of guestbook-crash-loop (a restart at 300 s),
+keepalive-celld-vs-workerd (process deaths, a cut idle tail) and prod-rearm-at-now (half an hour
+of idle folded), drawn at 700 px, the narrowest figure the explorer lays its labels out for, with the
+overview strip under the axis."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ BOXES = """id => {
   const gd = document.getElementById(id);
   const box = el => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
   const labels = Array.from(gd.querySelectorAll('.scatterlayer .textpoint text'))
-    .filter(t => t.textContent.trim()).map(t => ({text: t.textContent, box: box(t)}));
+    .filter(t => t.textContent.trim()).map(t => ({text: t.textContent, box: box(t)}))
+    .filter(l => l.box[2] > l.box[0] && l.box[3] > l.box[1]);  // drawn: plotly hides text out of range
   const marks = Array.from(gd.querySelectorAll('.scatterlayer .points path.point')).map(box)
     .filter(b => b[2] - b[0] > 2 && b[3] - b[1] > 2);
   // vertical lines: line shapes with no width (a restart), and the explorer's cursor trace
@@ -88,12 +91,9 @@ def test_report_labels_clear_each_other_markers_and_restart_lines(browser, tmp_p
     assert problems == []
 
 
-# Known gap, kept failing loudly (strict): with the overview strip (plotly's range slider) under the axis,
-# the explorer's labels overlap at 700 px (13 and 95 overlaps measured); with the strip hidden both cases
-# pass. The labels are placed for the plot area estimated from the layout, which the strip shrinks.
-@pytest.mark.xfail(strict=True, reason="explorer labels overlap once the overview strip shrinks the plot area")
 @pytest.mark.parametrize("scenario,times", [("guestbook-crash-loop", (11_002, 151_008, 301_000, 311_402, 381_402)),
-                                            ("keepalive-celld-vs-workerd", (20_000, 60_002, 67_402))])
+                                            ("keepalive-celld-vs-workerd", (20_000, 60_002, 67_402)),
+                                            ("prod-rearm-at-now", (1_000, 11_004, 600_000, 1_800_000))])
 def test_explorer_labels_clear_each_other_markers_the_cursor_and_restart_lines(browser, tmp_path, scenario, times):
     pytest.importorskip("ipywidgets")
     from alarmkit.viz.widgets import Explorer
@@ -109,6 +109,13 @@ def test_explorer_labels_clear_each_other_markers_the_cursor_and_restart_lines(b
         try:
             s = page.evaluate(BOXES, "explorer")
             assert any(v for v in s["vlines"]), f"{scenario} at {t}: the cursor was not measured"
+            texts = [a["text"] for a in s["labels"]]
+            assert sum(x.startswith("now ") for x in texts) == 1, texts  # the now label is never dropped
+            assert any(x.startswith("idle until ") for x in texts) == e.full.layout.meta["cut"], texts
+            if scenario == "prod-rearm-at-now":  # idle from 11.004 s to 30 min: folded, its marker measured too
+                folded = 11_004 < t < 1_800_000
+                assert ("30 minidle" in texts) == (not folded), texts  # <br> splits the marker's two lines
+                assert any("(idle, folded)" in x for x in texts) == folded, texts
             problems += _problems(s, f"{scenario} at {t} ms")
             page.screenshot(path=str(shots / f"marks-{scenario}-{t}.png"))
         finally:

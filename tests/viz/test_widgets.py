@@ -9,9 +9,9 @@ from alarmkit.viz.widgets import Explorer  # noqa: E402
 
 
 def points(fig):
-    """Drawn event marks (the "now" cursor and the cut marker are not events)."""
-    return sum(len(t.x) for t in fig.data if t.x is not None and (t.meta or {}).get("role") != "cursor"
-               and (t.meta or {}).get("role") != "cut")
+    """Drawn event marks (the "now" cursor and its label, the cut and fold markers are not events)."""
+    return sum(len(t.x) for t in fig.data if t.x is not None
+               and (t.meta or {}).get("role") not in ("cursor", "now", "cut", "fold"))
 
 
 def test_explorer_runs_the_scenario_and_draws_it():
@@ -119,3 +119,13 @@ def test_an_exported_notebook_sees_a_still_of_the_current_figure():
     g = Explorer("guestbook-crash-loop")
     g.time.value = 400  # its first event is at 1,000 ms
     assert "nothing has happened by 0.400 s" in g._repr_mimebundle_()["text/html"]
+
+
+def test_the_figure_is_sized_to_its_box_by_a_companion_widget():
+    from alarmkit.viz._fit import Fit
+
+    e = Explorer("lease-lab", leases=1)
+    fits = [c for c in e.children if isinstance(c, Fit)]
+    assert len(fits) == 1 and "ResizeObserver" in fits[0]._esm and "plotlywidget-after-render" in fits[0]._esm
+    assert e.figure._config["responsive"] is True  # the window resize Fit sends reaches plotly's handler
+    assert e.figure.layout.width is None and e.figure.layout.autosize
