@@ -198,7 +198,7 @@ def check_latency(value: Any) -> Latency | None:
         raise
     except AlarmkitError as err:
         raise FaultPlanError(f"fault plan field 'latency': {err}") from None
-    worst = {"fixed": lat.ms, "uniform": lat.hi, "failover": max(lat.hi, lat.max_ms)}[lat.kind]
+    worst = lat.most_ms()
     if worst > DOCUMENTED_MAX_LATE_MS:
         raise FaultPlanError(
             f"fault plan field 'latency' can make a fire {worst} ms late; the documented worst case is a minute "

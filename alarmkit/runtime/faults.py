@@ -389,6 +389,8 @@ def _index(values: Any) -> dict[Any, tuple[int, ...]]:
 
 
 def _usual_max(latency: Latency) -> int:
+    if latency.kind == "empirical":  # a measured sample: anything it holds is usual
+        return latency.most_ms()
     return latency.ms if latency.kind == "fixed" else latency.hi
 
 

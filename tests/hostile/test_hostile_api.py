@@ -92,3 +92,26 @@ def test_nan_and_infinity_in_a_plan_are_refused_by_name():
     for bad in (math.nan, math.inf, -math.inf, 2**64):
         with pytest.raises(AlarmkitError):
             FaultPlan.from_dict({"handler_throws": [bad]})
+
+
+# the named fire latencies ("measured", "measured-loaded", "exact") and their near misses, as a Simulation
+# setting and as a fault plan's latency field (where "measured" once raised a KeyError from the range check)
+NEAR_NAMES = ["measured", "measured-loaded", "exact", "Measured", "measured ", "loaded", "", "measured-quiet",
+              "exact\x00", "2", "empirical", "fixed"]
+
+
+@pytest.mark.parametrize("name", NEAR_NAMES)
+def test_named_latencies_are_taken_or_refused_in_one_line(name):
+    from alarmkit.runtime.profiles import NAMED_LATENCIES
+
+    for make in (lambda: Simulation(fire_latency=name).close(), lambda: FaultPlan.from_dict({"latency": name}),
+                 lambda: FaultPlan.from_json(json.dumps({"latency": name}))):
+        if name in NAMED_LATENCIES:
+            make()
+        else:
+            with pytest.raises(AlarmkitError, match="measured-loaded") as err:
+                make()
+            assert "\n" not in str(err.value)
+    if name in NAMED_LATENCIES:
+        plan = FaultPlan.from_dict({"latency": name})
+        assert FaultPlan.from_toml(plan.to_toml()) == plan == FaultPlan.from_json(plan.to_json())

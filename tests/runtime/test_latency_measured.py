@@ -1,14 +1,18 @@
-"""The workerd-local profile's fire latency: replayed (seeded) from the committed reference run."""
+"""Measured fire lateness: the workerd profile's default (300 quiet fires), the loaded sample, and the
+workerd-local profile's first fires, each recomputed from its committed file and replayed seeded."""
 
+import json
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import duckdb
 import pytest
 
 import alarmkit as ak
-from alarmkit.runtime.profiles import MEASURED_FIRST_FIRES_MS
+from alarmkit.runtime.profiles import (LOADED_LATENESS_COUNTS, LOADED_LATENESS_MS, MEASURED_FIRST_FIRES_MS,
+                                       QUIET_LATENESS_COUNTS, QUIET_LATENESS_MS)
 
 # probes whose first fire is not an ordinary one: queued behind a running alarm (overlap_*), set in the
 # past, after a restart, or waking an evicted object (its constructor runs first)
@@ -57,4 +61,55 @@ def test_fires_are_late_by_seeded_draws_from_the_sample():
 
     assert fires(0) == fires(0) == [1_001, 2_002, 3_001, 4_000, 5_001]  # seed 0's draws: 1, 2, 1, 0, 1 ms
     assert fires(1) != fires(0)  # another seed, other draws
-    assert ak.Simulation("workerd", seed=0).profile.fire_latency == ak.Latency.fixed(2)  # the production stand-in: unchanged
+    assert ak.Simulation("workerd", seed=0).profile.fire_latency == ak.Latency.fixed(2)  # the exact default: unchanged
+
+
+def _probe_samples(name):
+    from alarmkit.calibrate.recorded import data_dir
+
+    return json.loads((data_dir() / name).read_text())["results"]["lateness_many"]["samples_ms"]
+
+
+def _stats(samples):
+    srt = sorted(samples)
+    return len(srt), srt[0], (srt[149] + srt[150]) / 2, srt[269], srt[-1]  # n, min, median, p90, max
+
+
+def test_the_quiet_sample_is_its_runs_300_fires_and_the_loaded_one_stays():
+    quiet = _probe_samples("lateness-quiet-workerd-1.20261117.1.json")
+    assert tuple(sorted(Counter(quiet).items())) == QUIET_LATENESS_COUNTS
+    assert _stats(quiet) == (300, 0, 1.0, 2, 44)
+    loaded = _probe_samples("fidelity-workerd-1.20261117.1.json")
+    assert tuple(sorted(Counter(loaded).items())) == LOADED_LATENESS_COUNTS
+    assert _stats(loaded) == (300, 1, 4.5, 31, 107)
+    # the names: the quiet sample, the loaded one, the exact 2 ms (the workerd default); an int is exact too
+    assert ak.Latency.measured() == ak.Latency.from_value("measured") == ak.Latency.empirical(sorted(quiet))  # kept sorted, as counts
+    assert ak.PROFILES["workerd"].fire_latency == ak.Latency.from_value("exact")
+    assert ak.Latency.from_value("measured-loaded").values == LOADED_LATENESS_MS
+    assert ak.Latency.from_value("exact") == ak.Latency.from_value(2) == ak.Latency.fixed(2)
+    assert ak.PROFILES["workerd-2026-07"].fire_latency == ak.PROFILES["workerd"].fire_latency
+    assert ak.PROFILES["celld"].fire_latency == ak.Latency.fixed(2)
+
+
+def _lateness(seed, **kw):
+    sim = ak.Simulation(seed=seed, **kw)
+    ns = sim.namespace("T", Tick)
+    for i in range(300):
+        sim.call(ns.get(f"t{i}").arm(1_000))
+    sim.run(until=1_500)
+    ev = sim.events()
+    return [int(t) - 1_000 for t in ev[ev["kind"] == "fire"]["t_ms"]], ev
+
+
+def test_measured_draws_seeded_from_the_quiet_sample_and_exact_is_2_ms():
+    late, ev = _lateness(0, fire_latency="measured")
+    assert len(late) == 300 and set(late) <= set(QUIET_LATENESS_MS)
+    counts = Counter(late)
+    assert counts[1] > counts[2] > counts[0] and counts[1] > 150  # the sample's shape: 220, 68, 5 of 300
+    again, ev2 = _lateness(0, fire_latency="measured")
+    assert again == late and ev2.equals(ev)  # the same seed: the same journal
+    assert _lateness(1, fire_latency="measured")[0] != late  # another seed, other draws
+    assert set(_lateness(0)[0]) == set(_lateness(0, fire_latency="exact")[0]) == {2}  # the default: every fire 2 ms late
+    assert set(_lateness(0, fire_latency=0)[0]) == {0}
+    loaded = _lateness(0, fire_latency="measured-loaded")[0]
+    assert set(loaded) <= set(LOADED_LATENESS_MS) and min(loaded) >= 1 and max(loaded) > 9

@@ -270,25 +270,25 @@ def test_order_handoff_fails_only_under_another_order():
     assert {(c.invariant, c.seed, c.plan.to_json()) for c in ex.counterexamples} >= {("lost", 1, "{}")}
 
 
-def test_the_measured_lateness_is_the_recorded_fires_and_the_option_replays_it():
+def test_the_loaded_lateness_is_the_recorded_fires_and_the_option_replays_it():
     from collections import Counter
 
     from alarmkit.calibrate.recorded import fidelity_reference
-    from alarmkit.runtime.profiles import MEASURED_LATENESS_COUNTS, MEASURED_LATENESS_MS
+    from alarmkit.runtime.profiles import LOADED_LATENESS_COUNTS, LOADED_LATENESS_MS
 
     samples = fidelity_reference()["lateness_many"]["samples_ms"]
-    assert len(samples) == 300 and tuple(sorted(Counter(samples).items())) == MEASURED_LATENESS_COUNTS
-    srt = sorted(MEASURED_LATENESS_MS)
+    assert len(samples) == 300 and tuple(sorted(Counter(samples).items())) == LOADED_LATENESS_COUNTS
+    srt = sorted(LOADED_LATENESS_MS)
     assert (srt[0], srt[149], srt[150], srt[-1]) == (1, 4, 5, 107)
-    sim = ak.Simulation(seed=3, fire_latency="measured")
+    sim = ak.Simulation(seed=3, fire_latency="measured-loaded")
     ns = sim.namespace("S", Stamp)
     for i in range(50):
         sim.call(ns.get(f"o{i}").arm(1_000))
     sim.run()
     ev = sim.events()
     late = [t - 1_000 for t in ev[ev["kind"] == "fire"]["t_ms"]]
-    assert len(late) == 50 and set(late) <= set(MEASURED_LATENESS_MS) and len(set(late)) > 5
-    again = ak.Simulation(seed=3, fire_latency="measured")
+    assert len(late) == 50 and set(late) <= set(LOADED_LATENESS_MS) and len(set(late)) > 5
+    again = ak.Simulation(seed=3, fire_latency="measured-loaded")
     ns2 = again.namespace("S", Stamp)
     for i in range(50):
         again.call(ns2.get(f"o{i}").arm(1_000))
