@@ -23,8 +23,26 @@ __all__ = ["HOST_DIR", "MIN_NODE", "cache_dir", "find_node", "find_esbuild", "in
 
 HOST_DIR = Path(__file__).resolve().parent / "host"
 MIN_NODE = 18  # node:fs readSync on a pipe, ES modules from data: URLs, global Request/Response (Node 18)
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # made once: json.dumps(**kw) makes one per call
-_decode = json.JSONDecoder().decode
+
+
+def _encoder() -> Any:
+    """json's C encoder, made once: ``JSONEncoder.encode`` makes a new one on every call. Compact, ASCII,
+    no NaN or infinity (JSON has none); a cycle is a RecursionError (no marker dict to look it up in)."""
+    c = getattr(json.encoder, "c_make_encoder", None)
+    if c is None:  # a Python without the _json accelerator
+        return json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    run = c(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    return lambda obj: "".join(run(obj, 0))
+
+
+def _decode(text: str) -> Any:
+    """One message from host.mjs (JSON.stringify's output: no whitespace around it) by json's scanner
+    itself, without ``loads``' whitespace matching around it."""
+    return _scan(text, 0)[0]
+
+
+_encode = _encoder()
+_scan = json.JSONDecoder().scan_once
 SPIN_US = 100  # how long each side polls the pipe for an answer before it blocks (see NodeProcess)
 
 def _answer_s() -> float:
@@ -169,7 +187,7 @@ class NodeProcess:
         """Raises ``JsValueError`` (nothing sent) for a value JSON cannot carry to JavaScript."""
         try:
             body = _encode(msg).encode("utf-8")
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, RecursionError) as err:
             raise JsValueError(f"values cross to JavaScript as JSON, and this one cannot ({err}); pass "
                                "strings, finite numbers, bools, None, lists and dicts with string keys") from None
         data = len(body).to_bytes(4, "little") + body

@@ -24,6 +24,7 @@ const SPIN_NS = BigInt(Math.round(Number(process.argv[4] || 0) * 1000));
 const POLL = SPIN_NS > 0n ? openTwin(IN) : -1;
 let skip = 0;
 let backoff = 0;
+export const waits = { polled: 0, blocked: 0 }; // waits answered while polling, waits that blocked (the benchmark's)
 
 function openTwin(fd) {
   try {
@@ -42,6 +43,7 @@ function poll(buf, off) {
       try {
         const r = fs.readSync(POLL, buf, off, buf.length - off, null);
         backoff = 0;
+        waits.polled++;
         return r;
       } catch (e) {
         if (e.code !== "EAGAIN") throw e;
@@ -80,6 +82,7 @@ function fill(need) {
       else r = poll(inBuf, inLen);
     }
     if (r < 0) {
+      waits.blocked++;
       try {
         r = fs.readSync(IN, inBuf, inLen, inBuf.length - inLen, null);
       } catch (e) {
