@@ -4,6 +4,8 @@ in Python, in one run: alarm lifecycles per second, the ratio, and where the JS 
     python benchmarks/bench_js_worker.py                 # 200 objects x 100 re-arms, best of 3
     python benchmarks/bench_js_worker.py --objects 50 --rearms 40 --repeat 1
 
+The JS host runs twice: as configured (each side polls the pipe before blocking when two CPUs are
+there) and with polling off (``ALARMKIT_JSHOST_SPIN_US=0``), so the poll's worth is a ratio of one run.
 Each lifecycle is one fire, one ``alarm()`` that re-arms at a random +1..1000 ms, and the
 scheduler's bookkeeping; no journal (the runtime alone). The JS peer is benchmarks/bench_js_rearm.js.
 Where the time goes: the pipe round trips per lifecycle (counted), the share of wall time spent
@@ -61,12 +63,23 @@ def _fires(sim) -> int:
     return sum(1 for r in sim.rows if r.kind == "fire")
 
 
-def run_js(objects: int, rearms: int) -> tuple[float, int, int, float, float]:
+def run_js(objects: int, rearms: int, poll: bool = True) -> tuple:
+    import os
+
     import alarmkit as ak
     from alarmkit.workers.js import _bridge, load
 
     sim = ak.Simulation(seed=1)
-    w = load(sim, HERE / "bench_js_rearm.js", {"R": "Rearm"})
+    saved = os.environ.get("ALARMKIT_JSHOST_SPIN_US")
+    if not poll:
+        os.environ["ALARMKIT_JSHOST_SPIN_US"] = "0"  # read once, when the host starts
+    try:
+        w = load(sim, HERE / "bench_js_rearm.js", {"R": "Rearm"})
+    finally:
+        if saved is None:
+            os.environ.pop("ALARMKIT_JSHOST_SPIN_US", None)
+        else:
+            os.environ["ALARMKIT_JSHOST_SPIN_US"] = saved
     sim.call(sim.gather(*(w.env.R.getByName(f"o{i}").start(rearms) for i in range(objects))))
     bridge = sim._js_bridge
     inside = [0.0]
@@ -80,25 +93,31 @@ def run_js(objects: int, rearms: int) -> tuple[float, int, int, float, float]:
             inside[0] += time.perf_counter() - t
 
     bridge.exchange = timed.__get__(bridge)
-    trips0 = bridge.proc.round_trips
+    proc = bridge.proc
+    proc.send({"t": "stats"})
+    node0 = proc.recv()
+    trips0, polled0, blocked0 = proc.round_trips, proc.polled, proc.blocked
     t0 = time.perf_counter()
     sim.run()
     wall = time.perf_counter() - t0
-    bridge.proc.send({"t": "stats"})
-    node_s = bridge.proc.recv()["busy_ms"] / 1000
-    return wall, _fires(sim), bridge.proc.round_trips - trips0 - 1, inside[0], node_s
+    py_waits = (proc.polled - polled0, proc.blocked - blocked0)
+    proc.send({"t": "stats"})
+    node = proc.recv()
+    node_s = (node["busy_ms"] - node0["busy_ms"]) / 1000
+    node_waits = (node["polled"] - node0["polled"], node["blocked"] - node0["blocked"])
+    return wall, _fires(sim), proc.round_trips - trips0 - 1, inside[0], node_s, py_waits, node_waits
 
 
 def json_cost(n: int = 20_000) -> float:
     """Python's encode of one alarm message and decode of its report, per pair, in seconds."""
     msg = {"t": "alarm", "iid": 17, "info": [0], "pid": 12345, "now": 123456}
     rep = json.dumps({"t": "turn", "ops": [["setAlarm", 17, 123999]], "done": [["p12345", True, None]]})
-    from alarmkit.workers.js._node import _encode
+    from alarmkit.workers.js._node import _decode, _encode
 
     t0 = time.perf_counter()
     for _ in range(n):
         _encode(msg).encode()
-        json.loads(rep)
+        _decode(rep.encode().decode())
     return (time.perf_counter() - t0) / n
 
 
@@ -118,19 +137,29 @@ def main(argv: list[str] | None = None) -> int:
     if reason is not None:
         print(f"bench_js_worker: the JavaScript host cannot run here: {reason}", file=sys.stderr)
         return 2
-    py_best, js_best = None, None
+    from alarmkit.workers.js._node import _spin_s
+
+    py_best, js_best, off_best = None, None, None
     for _ in range(args.repeat):
         wall, fires = run_python(args.objects, args.rearms)
         py_best = min(py_best or (wall, fires), (wall, fires))
         js = run_js(args.objects, args.rearms)
         js_best = min(js_best or js, js)
+        off = run_js(args.objects, args.rearms, poll=False)
+        off_best = min(off_best or off, off)
     py_wall, py_fires = py_best
-    js_wall, js_fires, trips, inside, node_s = js_best
+    js_wall, js_fires, trips, inside, node_s, py_waits, node_waits = js_best
     py_rate, js_rate = py_fires / py_wall, js_fires / js_wall
+    off_rate = off_best[1] / off_best[0]
+    spin_us = _spin_s() * 1e6
+    share = lambda w: f"{w[0] / max(1, sum(w)):.0%}"  # noqa: E731
     pair = json_cost()
     print(f"lifecycles          python {py_fires:,}   js {js_fires:,}")
     print(f"lifecycles/s        python {py_rate:,.0f}   js {js_rate:,.0f}   (target for js: 20,000)")
     print(f"ratio js/python     {js_rate / py_rate:.2f}")
+    print(f"js, polling off     {off_rate:,.0f}/s (ALARMKIT_JSHOST_SPIN_US=0); polling {spin_us:g} us before blocking: "
+          f"x{js_rate / off_rate:.2f}")
+    print(f"answered polling    python {share(py_waits)}   node {share(node_waits)} of the waits for the other side")
     print(f"round trips         {trips / js_fires:.2f} per lifecycle")
     print(f"inside exchange     {inside / js_wall:.0%} of js wall time ({inside / js_fires * 1e6:.1f} us per lifecycle: "
           "pipe, JSON both ways, Node)")

@@ -141,14 +141,53 @@ else:
             one_clean_line(err)
 
 
-def test_a_synchronous_endless_loop_is_stopped_not_a_hang(monkeypatch, tmp_path):
-    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", "2")
-    p = write(tmp_path, "w.js", "export class A { spin() { for (;;) {} } }\n")
+LOOPING = """import { DurableObject } from "cloudflare:workers";
+export class S extends DurableObject {
+  constructor(ctx, env) { super(ctx, env); if (ctx.id.name === "ctor") for (;;) {} }
+  async spin() { for (;;) {} }
+  async arm() { await this.ctx.storage.setAlarm(Date.now() + 1000); }
+  async later() { setTimeout(() => { for (;;) {} }, 50); }
+  async fetch(request) { while (true) {} }
+  async alarm() { while (true) {} }
+}
+"""
+
+
+@pytest.mark.parametrize("name, method, doing, at", [
+    ("a", "spin", "S:a.spin()", 0),
+    ("ctor", "spin", "the constructor of S:ctor", 0),
+    ("a", "fetch", "S:a.fetch()", 0),
+    ("a", "arm", "S:a.alarm()", 1002),  # set for 1000, delivered 2 ms late (workerd profile); the alarm's failure is not a retried one: the run stops
+    ("a", "later", "a timer callback of S:a", 50),
+])
+def test_a_synchronous_endless_loop_is_stopped_naming_the_object_and_the_limit(tmp_path, name, method, doing, at):
     sim = ak.Simulation()
-    w = load(sim, p, {"A": "A"})
+    w = load(sim, write(tmp_path, "w.js", LOOPING), {"S": "S"})
+    sim._js_bridge.proc.answer_s = 1.0  # ALARMKIT_JSHOST_TIMEOUT_S=1 after the load (esbuild may take a second)
+    stub = w.env.S.getByName(name)
     with pytest.raises(ak.JsHostError) as err:
-        sim.call(w.env.A.getByName("a").spin())
-    assert "did not answer within 2 s of wall-clock time" in one_clean_line(err.value)
+        sim.call(stub.fetch("http://x/") if method == "fetch" else getattr(stub, method)())
+        sim.run(until=10_000)
+    said = one_clean_line(err.value)
+    assert said == (
+        f"{doing} did not finish within 1 s of wall-clock time (a synchronous endless loop in its JavaScript?): "
+        "the JavaScript host was stopped and this simulation cannot go on; if the code is only slow, "
+        "raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now 1)")
+    assert sim.now == at
+    with pytest.raises(ak.JsHostError) as again:  # the host stays gone: the same error for anything after
+        sim.call(w.env.S.getByName("b").arm())
+    assert str(again.value) == said
+
+
+def test_an_endless_alarm_on_the_cli_is_one_line_exit_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", "4")  # the load (esbuild) must fit in it too
+    write(tmp_path, "w.js", LOOPING)
+    write(tmp_path, "d.json", json.dumps({"steps": [{"at": 0, "call": "S", "name": "a", "method": "arm"}]}))
+    rc, out, err = run_cli(capsys, ["worker", str(tmp_path / "w.js"), "--bind", "S=S", "--drive", str(tmp_path / "d.json")])
+    assert rc == 2 and out == ""
+    assert err == ("alarmkit: error: S:a.alarm() did not finish within 4 s of wall-clock time (a synchronous endless "
+                   "loop in its JavaScript?): the JavaScript host was stopped and this simulation cannot go on; if the "
+                   "code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now 4)\n")
 
 
 @pytest.mark.parametrize("value", ["0", "soon", "-3", "1e9"])
@@ -156,6 +195,14 @@ def test_bad_host_timeout_setting_is_refused(monkeypatch, tmp_path, value):
     monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", value)
     p = write(tmp_path, "w.js", "export class A {}\n")
     with pytest.raises(ak.JsHostError, match=r"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in \(0, 86400\]"):
+        load(ak.Simulation(), p, {"A": "A"})
+
+
+@pytest.mark.parametrize("value", ["-1", "fast", "1e5", "nan"])
+def test_bad_host_poll_setting_is_refused(monkeypatch, tmp_path, value):
+    monkeypatch.setenv("ALARMKIT_JSHOST_SPIN_US", value)
+    p = write(tmp_path, "w.js", "export class A {}\n")
+    with pytest.raises(ak.JsHostError, match=r"^ALARMKIT_JSHOST_SPIN_US must be microseconds in \[0, 10000\], got "):
         load(ak.Simulation(), p, {"A": "A"})
 
 

@@ -129,6 +129,7 @@ class Bridge:
         self.facet_stubs: dict[int, Any] = {}  # stub number (facets.mjs) -> the runtime's FacetStub
         self.facet_last: dict[tuple[int, str], int] = {}  # (parent iid, facet name) -> its newest stub number
         self.facet_classes: dict[str, type] = {}  # JS class name -> its class as a facet
+        self.lost: str | None = None  # why the host is gone, once it is
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
@@ -174,28 +175,65 @@ class Bridge:
             self.futures.pop(key, None)
 
     def exchange(self, msg: dict) -> None:
-        """Send ``msg``, answer the turn's synchronous reads, then apply its report."""
+        """Send ``msg``, answer the turn's synchronous reads, then apply its report. A host that died or
+        stopped answering raises ``JsHostError`` here and stops the simulation (see ``_lost``)."""
         proc = self.proc
         msg["now"] = self.sim.kernel.now
-        proc.send(msg)
-        while True:
-            r = proc.recv()
-            if r["t"] == "turn":
-                self.apply(r)
-                return
-            if r["t"] != "sync":
-                raise JsHostError(f"the JavaScript host sent an unexpected message {r.get('t')!r}")
-            try:
-                for op in r["ops"]:
-                    apply_op(self, op)
-                value = apply_op(self, r["op"])
-            except Exception as err:  # noqa: BLE001 - the error goes back into JS, thrown where the read was
-                proc.send({"ok": False, "error": _error_info(err)})
-                continue
-            try:
-                proc.send({"ok": True, "value": value})
-            except JsValueError as err:  # e.g. a REAL column holding NaN: thrown into JS, not sent
-                proc.send({"ok": False, "error": _error_info(err)})
+        try:
+            proc.send(msg)
+            while True:
+                r = proc.recv()
+                if r["t"] == "turn":
+                    break
+                if r["t"] != "sync":
+                    raise JsHostError(f"the JavaScript host sent an unexpected message {r.get('t')!r}")
+                try:
+                    for op in r["ops"]:
+                        apply_op(self, op)
+                    value = apply_op(self, r["op"])
+                except Exception as err:  # noqa: BLE001 - the error goes back into JS, thrown where the read was
+                    proc.send({"ok": False, "error": _error_info(err)})
+                    continue
+                try:
+                    proc.send({"ok": True, "value": value})
+                except JsValueError as err:  # e.g. a REAL column holding NaN: thrown into JS, not sent
+                    proc.send({"ok": False, "error": _error_info(err)})
+        except JsHostError as err:
+            raise self._lost(err, msg) from None
+        self.apply(r)
+
+    def _lost(self, err: JsHostError, msg: dict) -> JsHostError:
+        """The host is gone (it died, or ran ``answer_s`` without answering and was stopped). The event's
+        caller gets the error, and so does the simulation's run: a microtask raises it out of ``sim.run()``
+        (the CLI's exit 2), since an ``alarm()`` that fails this way must not count as a retried failure."""
+        if self.lost is None:
+            if self.proc.stalled:
+                s = self.proc.answer_s
+                err = JsHostError(
+                    f"{self._doing(msg)} did not finish within {s:g} s of wall-clock time (a synchronous endless loop "
+                    "in its JavaScript?): the JavaScript host was stopped and this simulation cannot go on; if the "
+                    f"code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now {s:g})")
+            self.lost = str(err)
+            self.sim.kernel.call_soon(self._halt)
+        return JsHostError(self.lost)
+
+    def _halt(self) -> None:
+        raise JsHostError(self.lost)
+
+    def _doing(self, msg: dict) -> str:
+        """What the message asked of which object, as the error of a stalled host names it."""
+        t, iid = msg.get("t"), msg.get("iid")
+        obj = self.instances.get(iid) if iid is not None else None
+        who = f"{obj._binding}:{obj.ctx.label}" if obj is not None else "the worker"
+        if t == "new":
+            return f"the constructor of {who}"
+        if t == "call":
+            return f"{who}.{msg.get('method')}()"
+        if t in ("alarm", "fetch"):
+            return f"{who}.{t}()"
+        if t == "timer":
+            return f"a timer callback of {who}"
+        return f"{who}, resuming after an awaited call"
 
     def apply(self, r: dict) -> None:
         """Apply a turn's report (host.mjs leaves out its empty lists)."""
@@ -216,7 +254,7 @@ class Bridge:
             if task is not None and not task.done():
                 task.kill(AlarmkitError(f"timer {tid} was cleared"))
         for tid, iid, ms in get("timers", ()):
-            self.timers[tid] = self._start(iid, self._timer(tid, ms), "rpc:timer")
+            self.timers[tid] = self._start(iid, self._timer(tid, iid, ms), "rpc:timer")
         for nid, iid, binding, key, method, args in get("calls", ()):
             what = "facet" if binding == FACET else binding or "storage"
             self._start(iid, self._call(nid, iid, binding, key, method, args), f"rpc:out:{what}.{method}")
@@ -241,10 +279,10 @@ class Bridge:
         else:
             obj.ctx.start(self._wait(key), "rpc:waitUntil")  # ctx.wait_until, named as fault plans accept
 
-    async def _timer(self, tid: int, ms: int) -> None:
+    async def _timer(self, tid: int, iid: int | None, ms: int) -> None:
         await self.sim.kernel.sleep(ms)
         self.timers.pop(tid, None)
-        self.exchange({"t": "timer", "id": tid})
+        self.exchange({"t": "timer", "id": tid, "iid": iid})  # host.mjs takes the timer's own; iid names it in errors
 
     async def _call(self, nid: int, iid: int | None, binding: str, key: str | None, method: str, args: list) -> None:
         try:

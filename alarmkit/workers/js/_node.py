@@ -10,10 +10,10 @@ import os
 import re
 import select
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,27 @@ __all__ = ["HOST_DIR", "MIN_NODE", "cache_dir", "find_node", "find_esbuild", "in
 
 HOST_DIR = Path(__file__).resolve().parent / "host"
 MIN_NODE = 18  # node:fs readSync on a pipe, ES modules from data: URLs, global Request/Response (Node 18)
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # made once: json.dumps(**kw) makes one per call
+
+
+def _encoder() -> Any:
+    """json's C encoder, made once: ``JSONEncoder.encode`` makes a new one on every call. Compact, ASCII,
+    no NaN or infinity (JSON has none); a cycle is a RecursionError (no marker dict to look it up in)."""
+    c = getattr(json.encoder, "c_make_encoder", None)
+    if c is None:  # a Python without the _json accelerator
+        return json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    run = c(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    return lambda obj: "".join(run(obj, 0))
+
+
+def _decode(text: str) -> Any:
+    """One message from host.mjs (JSON.stringify's output: no whitespace around it) by json's scanner
+    itself, without ``loads``' whitespace matching around it."""
+    return _scan(text, 0)[0]
+
+
+_encode = _encoder()
+_scan = json.JSONDecoder().scan_once
+SPIN_US = 100  # how long each side polls the pipe for an answer before it blocks (see NodeProcess)
 
 def _answer_s() -> float:
     """Wall-clock seconds one message may take before the host is declared hung (a synchronous endless
@@ -36,6 +56,28 @@ def _answer_s() -> float:
     if not 0 < value <= 86_400:
         raise JsHostError(f"ALARMKIT_JSHOST_TIMEOUT_S must be seconds in (0, 86400], got {text!r}; unset it for 60")
     return value
+
+
+def _spin_s() -> float:
+    """Wall-clock seconds each side polls the pipe before it blocks: ``SPIN_US`` microseconds, or
+    ``$ALARMKIT_JSHOST_SPIN_US`` (0 never polls); 0 when this process may run on one CPU only, where a
+    poll would take the CPU the other side needs to answer."""
+    text = os.environ.get("ALARMKIT_JSHOST_SPIN_US")
+    if text is None:
+        value = float(SPIN_US)
+    else:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= 10_000:
+            raise JsHostError(f"ALARMKIT_JSHOST_SPIN_US must be microseconds in [0, 10000], got {text!r}; "
+                              f"unset it for {SPIN_US}")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call (not Linux): the CPUs of the machine
+        cpus = os.cpu_count() or 1
+    return value / 1e6 if cpus > 1 else 0.0
 
 
 def cache_dir() -> Path:
@@ -106,25 +148,37 @@ def install(cache: Path | None = None, timeout: float = 600.0) -> Path:
 
 
 class NodeProcess:
-    """One ``node host.mjs`` process; ``send(msg)`` and ``recv()`` exchange JSON messages."""
+    """One ``node host.mjs`` process; ``send(msg)`` and ``recv()`` exchange JSON messages.
+
+    The two sides take turns: one runs while the other waits for its answer. A wait that blocks in
+    the kernel costs a wake-up (tens of microseconds on a virtual machine whose idle CPU must be
+    woken), more than a trivial turn takes; so with two CPUs or more each side first polls the pipe
+    for up to ``spin_s`` (host.mjs does the same) and blocks only when no answer came. A wait that
+    outlasts its poll makes the next ones block at once, doubling up to 64 waits, so a slow peer or
+    a busy machine is not made slower still by polling for nothing."""
 
     def __init__(self, node: str) -> None:
         self.answer_s = _answer_s()
+        self.spin_s = _spin_s()
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         self._err = tempfile.TemporaryFile()  # no name: Node's own messages, shown when it dies
         try:
             self.proc = subprocess.Popen(
-                [node, "--no-warnings", str(HOST_DIR / "host.mjs"), str(to_r), str(from_w)],
+                [node, "--no-warnings", str(HOST_DIR / "host.mjs"), str(to_r), str(from_w), f"{self.spin_s * 1e6:g}"],
                 pass_fds=(to_r, from_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err,
                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )
         finally:
             os.close(to_r)
             os.close(from_w)
+        os.set_blocking(from_r, False)  # this end is Python's alone: a read that finds nothing returns at once
         self._out, self._in = to_w, from_r
         self._buf = bytearray()
+        self._skip = self._backoff = 0  # waits left to block without polling; the next backoff's length
+        self.stalled = False  # True once a message went unanswered for answer_s (the process is stopped)
         self.round_trips = 0  # messages sent, for the benchmark's account of where the time goes
+        self.polled = self.blocked = 0  # waits answered while polling, waits that blocked in select()
         hello = self.recv()
         if hello.get("t") != "ready":
             raise JsHostError(f"the JavaScript host did not start: {hello!r}")
@@ -133,41 +187,78 @@ class NodeProcess:
         """Raises ``JsValueError`` (nothing sent) for a value JSON cannot carry to JavaScript."""
         try:
             body = _encode(msg).encode("utf-8")
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, RecursionError) as err:
             raise JsValueError(f"values cross to JavaScript as JSON, and this one cannot ({err}); pass "
                                "strings, finite numbers, bools, None, lists and dicts with string keys") from None
-        data = struct.pack("<I", len(body)) + body
+        data = len(body).to_bytes(4, "little") + body
         self.round_trips += 1
         try:
-            while data:
-                n = os.write(self._out, data)
+            n = os.write(self._out, data)
+            while n < len(data):  # over the pipe's 64 KiB: the rest as Node reads it
                 data = data[n:]
+                n = os.write(self._out, data)
         except (BrokenPipeError, OSError):
             raise self._died() from None
 
     def recv(self) -> dict[str, Any]:
-        head = self._read(4)
-        (n,) = struct.unpack("<I", head)
-        return json.loads(self._read(n))
-
-    def _read(self, n: int) -> bytes:
         buf = self._buf
-        while len(buf) < n:
-            ready, _, _ = select.select([self._in], [], [], self.answer_s)
-            if not ready:
-                self.close()
-                raise JsHostError(
-                    f"the JavaScript host did not answer within {self.answer_s:g} s of wall-clock time (a synchronous "
-                    "endless loop in the worker's code?); its process was stopped and this simulation cannot go on")
-            chunk = os.read(self._in, max(65536, n - len(buf)))
-            if not chunk:
-                raise self._died()
-            buf += chunk
-        out = bytes(buf[:n])
-        del buf[:n]
-        return out
+        while True:
+            if len(buf) >= 4:
+                end = 4 + int.from_bytes(buf[:4], "little")
+                if len(buf) >= end:
+                    body = buf[4:end].decode("utf-8")
+                    del buf[:end]
+                    return _decode(body)
+            buf += self._chunk()
+
+    def _chunk(self) -> bytes:
+        fd = self._in
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            chunk = None
+            if self.spin_s:
+                if self._skip:
+                    self._skip -= 1
+                else:
+                    chunk = self._poll(fd)
+            if chunk is None:
+                chunk = self._block(fd)
+        except OSError:  # closed by close(): the host is gone
+            raise self._died() from None
+        if not chunk:
+            raise self._died()
+        return chunk
+
+    def _poll(self, fd: int) -> bytes | None:
+        clock = time.perf_counter
+        end = clock() + self.spin_s
+        while clock() < end:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            self.polled += 1
+            self._backoff = 0
+            return chunk
+        self._backoff = self._skip = min(2 * self._backoff + 1, 64)
+        return None
+
+    def _block(self, fd: int) -> bytes:
+        self.blocked += 1
+        ready, _, _ = select.select([fd], [], [], self.answer_s)
+        if not ready:
+            self.stalled = True
+            self.close()
+            raise JsHostError(
+                f"the JavaScript host did not answer within {self.answer_s:g} s of wall-clock time (a synchronous "
+                "endless loop in the worker's code?); its process was stopped and this simulation cannot go on; "
+                f"if the code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now {self.answer_s:g})")
+        return os.read(fd, 65536)
 
     def _died(self) -> JsHostError:
+        if self._err.closed:  # stopped by close() (a stall): nothing to wait for or read
+            return JsHostError("the JavaScript host was stopped earlier in this simulation; it cannot go on")
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -16,7 +16,7 @@
 import { setImmediate as nodeSetImmediate } from "node:timers";
 import { pathToFileURL } from "node:url";
 import * as cfw from "./cloudflare-workers.mjs";
-import { S, attempt, errInfo, jsError, newReport, recv, send, show } from "./state.mjs";
+import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
 import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
 import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
 import { facetIds, setModule } from "./facets.mjs";
@@ -214,7 +214,7 @@ function loop() {
   }
   if (msg.t === "exit") process.exit(0);
   if (msg.t === "stats") {
-    send({ t: "stats", busy_ms: Number(busyNs / 1000n) / 1000 });
+    send({ t: "stats", busy_ms: Number(busyNs / 1000n) / 1000, ...waits });
     return loop();
   }
   began = process.hrtime.bigint();
