@@ -27,6 +27,7 @@ __all__ = [
     "JournalWriteError",
     "PlanNotApplied",
     "JsHostError",
+    "JsHostLost",
     "JsError",
     "JsValueError",
     "WorkerError",
@@ -166,6 +167,12 @@ class JsValueError(InvalidValue):
 
 
 # -- user workers (alarmkit.workers) ---------------------------------------------------------------------------
+class JsHostLost(JsHostError):
+    """The JavaScript host died or stopped answering in the middle of a simulation (a synchronous
+    endless loop, a killed Node): this simulation cannot go on. Not a finding of the run it met:
+    ``explore`` stops at the first one and names it, rather than wait out every run's timeout."""
+
+
 class WorkerError(AlarmkitError):
     """A worker cannot be loaded as given: no such file or class, a syntax error in its module, a binding
     that names no Durable Object class, a wrangler file alarmkit cannot read."""

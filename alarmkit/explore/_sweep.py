@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..errors import AlarmkitError
+from ..errors import AlarmkitError, JsHostLost
 from ..journal import EventRow
 from ._space import Domain
 from ..runtime.faults import FaultPlan
@@ -68,6 +68,8 @@ def run_one(ctx: dict, spec: dict) -> SweepRun:
     result = SweepRun(row, plan.to_dict())
     try:
         summary = sc.fn(sim, **params) or {}
+    except JsHostLost as err:  # the host broke, not the run: every later run would wait out the same timeout
+        raise JsHostLost(f"explore stopped at run {spec['key']} (seed {spec['seed']}, plan {plan.to_json()}): {err}") from None
     except Exception as err:  # noqa: BLE001 - a scenario that breaks under faults is a finding, not a crash
         summary = {}
         row["error"] = f"{type(err).__name__}: {err}"[:300]

@@ -190,6 +190,20 @@ def test_an_endless_alarm_on_the_cli_is_one_line_exit_2(monkeypatch, tmp_path, c
                    "code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now 4)\n")
 
 
+def test_explore_stops_at_the_first_run_whose_host_hung_and_names_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", "4")
+    write(tmp_path, "w.js", LOOPING)
+    write(tmp_path, "d.json", json.dumps({"steps": [{"at": 0, "call": "S", "name": "a", "method": "arm"}]}))
+    rc, out, err = run_cli(capsys, ["explore", "--worker", str(tmp_path / "w.js"), "--bind", "S=S",
+                                    "--drive", str(tmp_path / "d.json"), "--seeds", "5", "--workers", "1"])
+    assert rc == 2, (out, err)
+    lines = [ln for ln in err.splitlines() if ln.startswith("alarmkit: error")]
+    assert len(lines) == 1 and lines[0].startswith("alarmkit: error: explore stopped at run ")
+    assert lines[0].endswith("S:a.alarm() did not finish within 4 s of wall-clock time (a synchronous endless loop in "
+                             "its JavaScript?): the JavaScript host was stopped and this simulation cannot go on; if "
+                             "the code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now 4)")
+
+
 @pytest.mark.parametrize("value", ["0", "soon", "-3", "1e9"])
 def test_bad_host_timeout_setting_is_refused(monkeypatch, tmp_path, value):
     monkeypatch.setenv("ALARMKIT_JSHOST_TIMEOUT_S", value)

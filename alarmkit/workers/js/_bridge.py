@@ -17,7 +17,7 @@ import itertools
 from typing import Any, Callable
 
 from ...runtime import DurableObject, Future
-from ...errors import Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsValueError, WorkerUnsupported
+from ...errors import Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsHostLost, JsValueError, WorkerUnsupported
 from .._base import Request, Response
 from ._facet_ops import FACET
 from ._storage_ops import apply_op
@@ -215,10 +215,10 @@ class Bridge:
                     f"code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now {s:g})")
             self.lost = str(err)
             self.sim.kernel.call_soon(self._halt)
-        return JsHostError(self.lost)
+        return JsHostLost(self.lost)
 
     def _halt(self) -> None:
-        raise JsHostError(self.lost)
+        raise JsHostLost(self.lost)
 
     def _doing(self, msg: dict) -> str:
         """What the message asked of which object, as the error of a stalled host names it."""
