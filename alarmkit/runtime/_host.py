@@ -44,7 +44,8 @@ class Host:
     __slots__ = (
         "sim", "namespace", "name", "label", "_db", "instance", "ctx", "tasks", "gate", "idle_timer",
         "invocations", "staged", "constructing", "alarm_backend", "parent", "last_active", "facets",
-        "code", "locks", "unlocked", "starting", "turn", "finishing", "no_alarm", "__weakref__",
+        "code", "locks", "unlocked", "starting", "turn", "finishing", "no_alarm", "alarm_row", "alarm_entry",
+        "__weakref__",
     )
 
     def __init__(self, sim: Simulation, namespace: Namespace, name: str, parent: Host | None = None) -> None:
@@ -63,6 +64,10 @@ class Host:
         self.staged: Any = _UNSET  # an uncommitted set_alarm (int) or delete_alarm (None)
         self.constructing = False
         self.alarm_backend = sim.scheduler
+        # the workerd scheduler's state of this object (_scheduler.py), in slots rather than dicts keyed by host:
+        # its stored alarm (the durable row; None: no row) and its in-memory Entry
+        self.alarm_row: int | None = None
+        self.alarm_entry: Any = None
         self.parent = parent
         self.facets: dict[str, Host] = {}  # ctx.facets children (alarmkit/_facets.py), by name
         self.code = sim.buffer.register(namespace.binding, self.label)  # what the journal buffer logs

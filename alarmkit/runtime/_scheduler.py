@@ -5,8 +5,11 @@ STARTED / FINISHED, the queued alarm behind a running one, counted and uncounted
 backoff reset, jitter, abandonment) and ``src/workerd/io/actor-sqlite.c++`` (a fire whose
 scheduled time no longer matches the object's stored alarm is cancelled, not run).
 
-The durable part is ``rows`` (the ``_cf_ALARM`` table: one row per object); everything else is
-in memory and is lost on ``restart``, which reloads every row (revival).
+The durable part is each object's row (the ``_cf_ALARM`` table: one row per object), held on its host
+(``Host.alarm_row``) with ``stored`` keeping the order rows were inserted in; everything else (the host's
+``Entry``, ``Host.alarm_entry``) is in memory and is lost on ``restart``, which reloads every row (revival).
+Per-object state lives in the host's slots, not in dicts keyed by host: a lifecycle reads and writes it
+about ten times (benchmarks/bench_instructions.py measured the step, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ class WorkerdScheduler:
         self.sim = sim
         self.kernel = sim.kernel
         self.profile = sim.profile
-        self.rows: dict[Host, int] = {}  # durable: survives restart
-        self.entries: dict[Host, Entry] = {}  # in memory
+        # the hosts with a row, in the order their rows were inserted (reload revives them in it); the row
+        # itself is host.alarm_row (durable: survives restart), the in-memory entry host.alarm_entry
+        self.stored: dict[Host, None] = {}
         self._fire_latency = sim.faults.fire_latency
         self._latency = sim.profile.fire_latency
         # a fixed latency and no latency fault: a constant, no call per fire
@@ -63,23 +67,25 @@ class WorkerdScheduler:
     def get(self, host: Host) -> int | None:
         """What ``get_alarm()`` returns: the object's stored alarm (actor-sqlite reads its own
         metadata, not the scheduler), hidden while ``alarm()`` runs unless set since it started."""
-        entry = self.entries.get(host)
+        entry = host.alarm_entry
         # Observed on workerd 2026-11-17 (calibration probe wake_evicted): when an alarm wakes an
         # evicted object, its constructor runs before alarm() and its getAlarm() "shows the stored
         # time"; only alarm() itself sees null. So the constructor reads the row, not the hiding.
         if entry is not None and entry.status == STARTED:
             if host.current_cause() != "constructor":  # the one cause rule (Host.current_cause)
                 return entry.queued if entry.rearmed else None
-        return self.rows.get(host)
+        return host.alarm_row
 
     def arm(self, host: Host, at: int, cause: str) -> None:
         """A committed ``set_alarm``: upsert the row, then (re)schedule or queue."""
-        prev = self.rows.get(host)
-        self.rows[host] = at
+        prev = host.alarm_row
+        host.alarm_row = at
+        if prev is None:
+            self.stored[host] = None
         self.sim.log("arm", host, at, prev, None, arm_detail(prev, at, cause))
-        entry = self.entries.get(host)
+        entry = host.alarm_entry
         if entry is None:
-            self.entries[host] = self._schedule(host, at)
+            host.alarm_entry = self._schedule(host, at)
         elif entry.status != WAITING:
             # "We queue any new alarm after the existing alarm even if the new alarm has the same
             # scheduled time" (alarm-scheduler.c++ setAlarm); FINISHED means a retry is pending
@@ -88,13 +94,13 @@ class WorkerdScheduler:
             entry.unfired = entry.rearmed and at == entry.at and self.profile.rearm_at_now != "fires"
         else:
             self.kernel.cancel(entry.timer)
-            self.entries[host] = self._schedule(host, at)
+            host.alarm_entry = self._schedule(host, at)
 
     def disarm(self, host: Host, cause: str) -> None:
-        prev = self.rows.pop(host, None)
+        prev = self._drop_row(host)
         if prev is not None:
             self.sim.log("disarm", host, None, prev, None, {"cause": cause})
-        entry = self.entries.get(host)
+        entry = host.alarm_entry
         if entry is None:
             return
         if entry.queued is not None:
@@ -102,34 +108,44 @@ class WorkerdScheduler:
                 entry.queued = None  # delete the queued alarm, not the running one
             else:
                 self.kernel.cancel(entry.timer)
-                self.entries[host] = self._schedule(host, entry.queued)
+                host.alarm_entry = self._schedule(host, entry.queued)
         elif entry.status != STARTED:  # "We can't remove running alarms."
             self.kernel.cancel(entry.timer)
-            del self.entries[host]
+            host.alarm_entry = None
+
+    def _drop_row(self, host: Host) -> int | None:
+        """Delete ``host``'s row; returns the time it held (None: there was none)."""
+        prev = host.alarm_row
+        if prev is not None:
+            host.alarm_row = None
+            del self.stored[host]
+        return prev
 
     def forget(self, host: Host) -> int | None:
         """The alarm manager loses ``host``'s pending alarm while its stored time stays (the fault
         ``forgotten_alarms``): nothing fires until code sets the alarm again or the runtime restarts.
         Returns the stored time, or None when there was nothing to lose (no alarm, or alarm() running)."""
-        entry = self.entries.get(host)
+        entry = host.alarm_entry
         if entry is None or entry.status == STARTED:
             return None
         self.kernel.cancel(entry.timer)
-        del self.entries[host]
-        return self.rows.get(host)
+        host.alarm_entry = None
+        return host.alarm_row
 
     # -- restart ------------------------------------------------------------------------
     def shutdown(self) -> None:
-        for entry in self.entries.values():
-            self.kernel.cancel(entry.timer)
-        self.entries.clear()
+        for host in self.sim.hosts():
+            if host.alarm_backend is self and host.alarm_entry is not None:
+                self.kernel.cancel(host.alarm_entry.timer)
+                host.alarm_entry = None
 
     def reload(self) -> None:
         """loadAlarmsFromDb: every stored alarm is armed again with fresh counters."""
-        for host, at in self.rows.items():
+        for host in self.stored:
+            at = host.alarm_row
             self.sim.log("arm", host, at, None, None, {"direction": "new", "cause": "reload"})
             self.sim.log("revive", host, at, None, None, {"cause": "restart", "overdue_ms": max(0, self.kernel.now - at)})
-            self.entries[host] = self._schedule(host, at)
+            host.alarm_entry = self._schedule(host, at)
 
     # -- firing -------------------------------------------------------------------------
     def _schedule(self, host: Host, at: int) -> Entry:
@@ -153,7 +169,7 @@ class WorkerdScheduler:
         entry.timer = None
         entry.status = STARTED
         entry.rearmed = False
-        stored = self.rows.get(host)
+        stored = host.alarm_row
         entry.consume = False
         if stored != entry.at:
             # actor-sqlite armAlarmHandler, when the object's stored alarm differs from this run's:
@@ -168,7 +184,7 @@ class WorkerdScheduler:
 
     def _finished(self, entry: Entry, ok: bool, counted: bool, retry: bool = True) -> None:
         host = entry.host
-        if self.entries.get(host) is not entry:
+        if host.alarm_entry is not entry:
             return  # the runtime restarted while the handler ran
         if ok and entry.consume and not entry.rearmed:
             # the deferred delete of a run that consumed an overdue stored alarm clears what was queued
@@ -176,7 +192,7 @@ class WorkerdScheduler:
         if ok and entry.unfired and entry.queued is not None:
             # Profile.rearm_at_now == "same-time-unfired" (workerd issue 6866): the alarm re-armed inside
             # the handler at the running alarm's own scheduled time stays stored and is never delivered
-            del self.entries[host]
+            host.alarm_entry = None
             return
         if entry.queued is not None:
             # "If an alarm is queued, there's no point in retrying the current one": the queued
@@ -191,14 +207,14 @@ class WorkerdScheduler:
             return
         entry.status = FINISHED
         if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does
-            self.rows.pop(host, None)
-            del self.entries[host]
+            self._drop_row(host)
+            host.alarm_entry = None
             if ok:
                 self.sim.faults.after_success(host, entry.at)
             return
         if entry.counted >= self.profile.retry_max_tries:
-            self.rows.pop(host, None)
-            del self.entries[host]
+            self._drop_row(host)
+            host.alarm_entry = None
             self.sim.log("abandoned", host, None, entry.at, entry.counted, {"attempts": entry.retry + 1})
             return
         if counted:
