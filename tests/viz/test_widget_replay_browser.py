@@ -117,7 +117,9 @@ def test_the_explorer_replays_the_run(lab, tmp_path):
 
                 def at_t():
                     s = explorer.evaluate(STATE)
-                    return s if s["events"] == want and s["cursor"] == pytest.approx(min(t_ms / scale, hi)) else None
+                    # the traces and the layout (title, shapes) reach plotly.js as separate messages: wait for both
+                    return s if (s["events"] == want and s["cursor"] == pytest.approx(min(t_ms / scale, hi))
+                                 and f"{want:,} of {len(events):,} events" in s["title"]) else None
 
                 s = _wait_until(at_t, 30, f"{want} events and the cursor at {t_ms} ms", page)
                 assert s["maxX"] <= t_ms / scale + 1e-9
