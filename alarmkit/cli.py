@@ -364,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"alarmkit: error: {_stopped_by_code(args.command, err, f'sys.exit({err.code!r})')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
-        if not ctrl_c.seen and getattr(err, "__notes__", None):  # no SIGINT, and the runtime saw it leave user code
+        if ctrl_c.said_by_code(err):  # no SIGINT arrived: the code it ran raised KeyboardInterrupt itself
             print(f"alarmkit: error: {_stopped_by_code(args.command, err, 'raise KeyboardInterrupt')}", file=sys.stderr)
             return 2
         # a bare KeyboardInterrupt() has no text: say what was stopped rather than print "alarmkit: "
@@ -374,6 +374,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except OSError as err:  # the file system said no: a path, a permission, a full disk
         print(f"alarmkit: error: {one_line(_os_error(err))}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if type(err).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+            raise
+        # DuckDB refused a file mid-command: a journal cut short (a copy that stopped, a full disk) reads
+        # fine at open and fails at its first block; one line, never a traceback
+        print(f"alarmkit: error: {args.command}: DuckDB could not read or write the journal ({one_line(str(err))[:300]}); "
+              "the file may be truncated or damaged: pass another --db path, or `alarmkit journal recover` "
+              "for rows a failed write left beside it", file=sys.stderr)
         return 2
     finally:
         sys.stdout = out
@@ -399,6 +408,13 @@ class _CtrlC:
         self.seen = True
         signal.default_int_handler(signum, frame)
 
+    def said_by_code(self, err: BaseException) -> bool:
+        """A KeyboardInterrupt with no SIGINT behind it. Where this handler could not be installed (not the
+        main thread, or another handler was there), only one the runtime saw leave user code counts."""
+        if self._old is not None:
+            return not self.seen
+        return bool(getattr(err, "__notes__", None))
+
     def restore(self) -> None:
         import signal
 
@@ -410,9 +426,11 @@ def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
     """The message for a run a user's code stopped (``sys.exit()``, ``raise KeyboardInterrupt``): never a
     success, never mistaken for Ctrl-C. The runtime's note says which object and when."""
     where = "; ".join(getattr(err, "__notes__", ()))
+    kept = ("the object is journaled as crashed, what ran before is kept" if where else
+            "outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept")
     return one_line(f"{command}: the code it ran called {what}" + (f" ({where})" if where else "") +
-                    "; the run stopped there, unfinished (the object is journaled as crashed, what ran before is "
-                    "kept). Let the handler return or raise an ordinary exception instead")
+                    f"; the run stopped there, unfinished ({kept}). Let the handler return or raise an ordinary "
+                    "exception instead")
 
 
 class _Terminal:

@@ -120,7 +120,12 @@ def run_command(args: argparse.Namespace) -> int:
             recorded.observed = {n: r for n, r in recorded.observed.items() if n in args.names}
         side = "worker.js under the JavaScript host" if args.js_host else "today's simulator"
         say(f"comparing {side} with the run recorded on {recorded.workerd} at {recorded.created_at}")
-        cal = _recheck_js(recorded) if args.js_host else recheck(recorded)
+        try:
+            cal = _recheck_js(recorded) if args.js_host else recheck(recorded)
+        except (KeyError, TypeError, AttributeError, ValueError) as err:  # a recording of another shape
+            raise AlarmkitError(f"the recorded run {args.reference or 'committed'} does not read as a calibration "
+                                f"({type(err).__name__}: {str(err)[:200]}); record one with `alarmkit calibrate "
+                                "--record-reference FILE` (needs workerd)") from None
     else:
         if find_workerd() is None and not (shutil.which("node") and shutil.which("npm")):
             raise WorkerdError("workerd is not installed, and Node.js/npm are not on PATH to install it. "

@@ -19,7 +19,7 @@ import duckdb
 
 from .._files import atomic_output
 from ..errors import AlarmkitError
-from ..journal import Journal
+from ..journal import Journal, check_duckdb_file
 from .calibration import Calibration, load_tables, save
 from .workerd import DEFAULT_VERSION
 
@@ -49,6 +49,11 @@ def reference(path: Optional[str | Path] = None) -> Calibration:
         raise AlarmkitError(f"no calibration file {p}; record one with `alarmkit calibrate --long --db {p}` "
                             "(needs workerd) or pass the path of one")
     try:
+        check_duckdb_file(p)  # a SQLite or JSON file never reaches DuckDB (it would fetch an extension)
+    except AlarmkitError as err:
+        raise AlarmkitError(f"{err} (a calibration reference is a DuckDB file written by `alarmkit calibrate "
+                            "--record-reference`)") from None
+    try:
         con = duckdb.connect(str(p), read_only=True)
     except duckdb.Error as err:
         raise AlarmkitError(f"cannot read calibration file {p}: {err}") from None
@@ -56,8 +61,9 @@ def reference(path: Optional[str | Path] = None) -> Calibration:
         cal = load_tables(con)
         runs = con.execute("SELECT * FROM runs ORDER BY run_id").df()
         events = con.execute("SELECT * FROM events ORDER BY run_id, seq").df()
-    except duckdb.Error as err:
-        raise AlarmkitError(f"{p} is not a calibration journal ({err}); write one with `alarmkit calibrate --db`") from None
+    except (duckdb.Error, KeyError, TypeError, AttributeError, ValueError) as err:  # tables of another shape
+        raise AlarmkitError(f"{p} is not a calibration journal ({type(err).__name__}: {str(err)[:200]}); write one "
+                            "with `alarmkit calibrate --db`") from None
     finally:
         con.close()
     journal = Journal()
@@ -125,8 +131,9 @@ def write_reference(cal: Calibration, path: Optional[str | Path] = None) -> Path
 def is_calibration(path: Path) -> bool:
     """A DuckDB file holding a recorded calibration (its ``calibration_meta`` table): replaceable."""
     try:
+        check_duckdb_file(path)
         con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error:
+    except (duckdb.Error, AlarmkitError):
         return False
     try:
         return bool(con.execute("SELECT count(*) FROM information_schema.tables "

@@ -123,6 +123,8 @@ def _interrupt_deferred() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, old)
     if caught:
+        if callable(old) and old is not signal.default_int_handler:
+            old(signal.SIGINT, None)  # the handler it stood in for (the CLI's notes a real Ctrl-C), then raise
         raise KeyboardInterrupt
 
 

@@ -92,7 +92,7 @@ class Journal:
             from .._files import check_output
 
             check_output(self._given, ours=None, flag="--db", what="journal")  # "j/" names a folder; a read-only folder
-        _check_duckdb_header(p)
+        check_duckdb_file(p)
         try:
             return duckdb.connect(str(p), read_only=self.read_only)
         except duckdb.IOException as err:
@@ -386,10 +386,19 @@ class Journal:
 _KNOWN_HEADERS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"), (b"PK\x03\x04", "a zip file"))
 
 
-def _check_duckdb_header(p) -> None:
+def check_duckdb_file(p) -> None:
     """An existing file that does not start as a DuckDB database ("DUCK" at byte 8) is someone else's:
     refused before DuckDB sees it (DuckDB would open a SQLite file by downloading an extension, and read
-    a JSON or CSV file as a table). An empty file is a new journal."""
+    a JSON or CSV file as a table). An empty file is a new journal. Raises AlarmkitError naming the file."""
+    wal = p.with_name(p.name + ".wal")
+    if (not p.exists() or (p.is_file() and p.stat().st_size == 0)) and wal.exists():  # a WAL with no journal
+        raise AlarmkitError(f"{str(wal)!r} lies beside the new journal {str(p)!r}: DuckDB would replay or delete it "
+                            "as the journal's write-ahead log; alarmkit leaves it alone: move it, or pass another path")
+    if not p.exists():
+        return
+    if not p.is_file():  # a FIFO would block the read below for ever; a device is no journal either
+        raise AlarmkitError(f"{str(p)!r} is not a regular file (a pipe, a device or a socket), so not an alarmkit "
+                            "journal; pass a file path, e.g. --db journal.duckdb")
     try:
         with open(p, "rb") as f:
             head = f.read(16)

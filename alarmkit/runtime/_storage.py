@@ -35,14 +35,22 @@ def sql_step_limit() -> int:
     except ValueError:
         value = 0
     if not _TICK <= value <= 10**15:
-        raise AlarmkitError(f"{SQL_STEP_LIMIT_ENV} must be an integer in {_TICK:,}..10**15 (SQLite steps per "
+        raise AlarmkitError(f"{SQL_STEP_LIMIT_ENV} must be an integer in {_TICK:,}..{10**15:,} (SQLite steps per "
                             f"statement), got {text!r}; unset it for 100,000,000")
     return value
 
 
-def _runaway(sql: str, err: sqlite3.Error, ticks: int) -> SqlError | None:
-    if ticks * _TICK < sql_step_limit() or "interrupt" not in str(err):
+def _runaway(db: Database, sql: str, err: sqlite3.Error) -> SqlError | None:
+    """The error a statement SQLite interrupted stands for: the step limit's (a ``SqlError`` naming it), or
+    what was raised inside the progress handler, which SQLite swallows (a Ctrl-C arriving mid-query,
+    re-raised here), or None for an ordinary SQLite error."""
+    if str(err) != "interrupted":  # SQLite's text for a statement its progress handler stopped
         return None
+    raised, db._raised = db._raised, None
+    if raised is not None:
+        raise raised
+    if db._ticks * _TICK < sql_step_limit():
+        raise KeyboardInterrupt  # raised in the handler before its try: the one thing that can be
     return SqlError(f"the query was stopped after {sql_step_limit():,} SQLite steps (an endless WITH RECURSIVE?): "
                     f"{sql[:200]!r}; bound the query, or raise the limit with {SQL_STEP_LIMIT_ENV}=N")
 
@@ -80,7 +88,7 @@ class ConnectionPool:
 class Database:
     """The durable part of one object. Survives eviction and restarts; instances do not."""
 
-    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "__weakref__")
+    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "_raised", "__weakref__")
 
     def __init__(self, pool: ConnectionPool | None = None) -> None:
         self._conn: sqlite3.Connection | None = None
@@ -88,16 +96,22 @@ class Database:
         self._kv_ready = False
         self._pool = pool
         self._ticks = 0  # progress-handler calls in the current statement
+        self._raised: BaseException | None = None  # what the progress handler caught, for ``_runaway``
 
     def _tick(self) -> bool:
-        self._ticks += 1  # reset by ``conn``: every statement starts there
-        return self._ticks * _TICK >= sql_step_limit()  # True: SQLite stops the statement ("interrupted")
+        try:
+            self._ticks += 1  # reset by ``conn``: every statement starts there
+            return self._ticks * _TICK >= sql_step_limit()  # True: SQLite stops the statement ("interrupted")
+        except BaseException as err:  # noqa: BLE001 - a Ctrl-C now: SQLite would swallow it, _runaway raises it
+            self._raised = err
+            return True
 
     @property
     def conn(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
             conn = self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            sql_step_limit()  # a bad $ALARMKIT_SQL_STEP_LIMIT is refused here, not at the first long query
             conn.set_progress_handler(self._tick, _TICK)
             if self._image is None:
                 conn.execute("PRAGMA page_size=512")  # small pages keep many small databases cheap
@@ -155,7 +169,7 @@ class Database:
                 return Cursor([], [], 0)
             raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
         except (sqlite3.Error, OverflowError) as err:  # OverflowError: an int SQLite's 64 bits cannot hold
-            raise (isinstance(err, sqlite3.Error) and _runaway(sql, err, self._ticks)
+            raise (isinstance(err, sqlite3.Error) and _runaway(self, sql, err)
                    or SqlError(f"{err} (in {sql!r} with params {params!r})")) from None
         return Cursor(cols, rows, cur.rowcount if cur.rowcount > 0 else 0)
 
@@ -166,7 +180,7 @@ class Database:
                 try:
                     self.conn.execute(stmt)
                 except sqlite3.Error as err:
-                    raise SqlError(f"{err} (in {stmt.strip()!r})") from None
+                    raise _runaway(self, stmt, err) or SqlError(f"{err} (in {stmt.strip()!r})") from None
 
     # -- KV ----------------------------------------------------------------------------
     def _kv(self) -> None:
@@ -226,7 +240,7 @@ class Database:
             cols = [d[0] for d in cur.description] if cur.description else []
             return [dict(zip(cols, r)) for r in cur.fetchall()]
         except sqlite3.Error as err:
-            raise _runaway(sql, err, self._ticks) or SqlError(f"{err} (in {sql!r})") from None
+            raise _runaway(self, sql, err) or SqlError(f"{err} (in {sql!r})") from None
 
 
 def _check_key(key: Any) -> None:

@@ -165,5 +165,40 @@ def test_a_bad_sql_step_limit_names_the_variable_the_range_and_the_way_out(monke
     obj = sim.namespace("E", Endless).get("e")
     with pytest.raises(AlarmkitError) as err:
         sim.inspect(obj).sql(ENDLESS)
-    assert str(err.value) == (f"ALARMKIT_SQL_STEP_LIMIT must be an integer in 1,000,000..10**15 (SQLite steps per "
+    assert str(err.value) == (f"ALARMKIT_SQL_STEP_LIMIT must be an integer in 1,000,000..1,000,000,000,000,000 (SQLite steps per "
                               f"statement), got {value!r}; unset it for 100,000,000")
+
+
+def test_a_bad_sql_step_limit_is_refused_at_the_first_query_not_the_first_long_one(monkeypatch):
+    from alarmkit.errors import AlarmkitError
+
+    monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "abc")
+    sim = Simulation()
+    obj = sim.namespace("E", Endless).get("e")
+    with pytest.raises(AlarmkitError, match=r"^ALARMKIT_SQL_STEP_LIMIT must be an integer in 1,000,000\.\."):
+        sim.inspect(obj).sql("SELECT 1 AS n")
+
+
+def test_a_multi_statement_exec_that_runs_away_names_the_limit(monkeypatch):
+    monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "3000000")
+    sim = Simulation()
+    obj = sim.namespace("E", Endless).get("e")
+    with pytest.raises(SqlError, match=r"^the query was stopped after 3,000,000 SQLite steps"):
+        sim.call(obj.count("SELECT 1; " + ENDLESS.replace("SELECT count(*) AS n", "SELECT count(*)")))
+
+
+def test_ctrl_c_during_a_long_query_is_a_keyboard_interrupt_not_a_failed_query(monkeypatch):
+    import os
+    import signal
+    import threading
+
+    monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", str(10**12))
+    sim = Simulation()
+    obj = sim.namespace("E", Endless).get("e")
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # a real SIGINT, mid-query
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sim.call(obj.count(ENDLESS))
+    finally:
+        timer.cancel()
