@@ -14,6 +14,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..errors import AlarmkitError
+from ._replay import redraw
 from .pinning import Pin
 
 __all__ = ["PinPanel"]
@@ -86,9 +87,4 @@ class PinPanel(W.Box):
             self.figure = go.FigureWidget(fig)
             self.figure_box.children = (self.figure,)
             return
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_traces(list(fig.data))
-            self.figure.layout = fig.layout
-        self.figure.plotly_relayout({"shapes": [x.to_plotly_json() for x in fig.layout.shapes],
-                                     "annotations": [x.to_plotly_json() for x in fig.layout.annotations]})
+        redraw(self.figure, fig)

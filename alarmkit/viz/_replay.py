@@ -199,3 +199,15 @@ def at_instant(full: go.Figure, t_ms: int, head: str, nothing: bool) -> go.Figur
     note = full.layout.title.text.split("<br>", 1)
     fig.layout.title.text = esc(head) + ("<br>" + note[1] if len(note) > 1 else "")
     return fig
+
+
+def redraw(widget: go.FigureWidget, fig: go.Figure) -> None:
+    """Put ``fig`` in a live ``FigureWidget``: its traces and layout in one batch, then its shapes and
+    annotations said outright (assigning a layout relays only the keys it has: a frame without restart
+    lines would keep the previous frame's)."""
+    with widget.batch_update():
+        widget.data = ()
+        widget.add_traces(list(fig.data))
+        widget.layout = fig.layout
+    widget.plotly_relayout({"shapes": [x.to_plotly_json() for x in fig.layout.shapes],
+                            "annotations": [x.to_plotly_json() for x in fig.layout.annotations]})

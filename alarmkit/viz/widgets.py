@@ -18,7 +18,7 @@ from ..errors import AlarmkitError
 from ..journal import Journal
 from .plots import timeline
 from ._fit import Fit
-from ._replay import at_instant, for_widget, frames, nothing_yet
+from ._replay import at_instant, for_widget, frames, nothing_yet, redraw
 from ._timeline import fmt_ms
 from ._controls import Fixed, control, on_change, value_of
 from ._pinpanel import PinPanel
@@ -184,14 +184,7 @@ class Explorer(W.VBox):
         shown = self.events[self.events["t_ms"] <= t_ms]
         end = max(int(self.time.max), 1)
         fig = nothing_yet(t_ms, end) if self.full is None else self._frame(shown, t_ms)
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_traces(list(fig.data))
-            self.figure.layout = fig.layout
-        # Assigning a layout relays only the keys it has: a frame without restarts would keep the
-        # previous frame's restart lines. Say outright which shapes and annotations there are.
-        self.figure.plotly_relayout({"shapes": [x.to_plotly_json() for x in fig.layout.shapes],
-                                     "annotations": [x.to_plotly_json() for x in fig.layout.annotations]})
+        redraw(self.figure, fig)
         self.status.value = html.escape(self._status(shown, t_ms))
         last = shown.tail(8)[["t_ms", "object_id", "kind", "scheduled_ms", "retry_count", "detail"]]
         self.table.value = last.to_html(index=False, escape=True, na_rep="", border=0) if len(last) else ""
