@@ -82,6 +82,6 @@ class RunDiff:
 
     def __repr__(self) -> str:
         fd = self.first_divergence
-        head = "same" if self.same else f"{len(self.differences)} differing event(s)"
+        head = "same" if self.same else f"{len(self.differences)} differing event{'s' * (len(self.differences) != 1)}"
         where = "" if fd is None else f"; first divergence on {fd.object} at {fd.t_ms} ms ({fd.status})"
         return f"<RunDiff {self.names[0]} vs {self.names[1]}: {head}, {self.matched} matched{where}>"

@@ -109,7 +109,7 @@ def sentences(d: Any) -> list[str]:
     if d.same:
         out.append(f"{a} and {b} agree: {d.matched:,} alarm events matched ({how}).")
     else:
-        out.append(f"{a} and {b} differ in {len(t):,} alarm event(s); {d.matched:,} matched ({how}).")
+        out.append(f"{a} and {b} differ in {len(t):,} alarm event{'s' * (len(t) != 1)}; {d.matched:,} matched ({how}).")
         fd = d.first_divergence
         out.append(f"First divergence: {fd.text}." if fd else
                    "No event is missing from either run and none ends otherwise.")

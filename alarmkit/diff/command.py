@@ -110,9 +110,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     dbs, runs = args.db, args.runs or []
     if len(dbs) > 2:
-        raise AlarmkitError(f"--db given {len(dbs)} times; give it once (both runs) or twice (A, then B)")
+        raise AlarmkitError(f"--db given {_times(len(dbs))}; give it once (both runs) or twice (A, then B)")
     if len(runs) > 2 or (len(dbs) == 1 and len(runs) != 2):
-        raise AlarmkitError(f"--run given {len(runs)} times; with one --db give two: --run A_ID --run B_ID")
+        raise AlarmkitError(f"--run given {_times(len(runs))}; with one --db give two: --run A_ID --run B_ID")
     for db in dbs:
         if not Path(db).is_file():
             raise AlarmkitError(f"no journal file {db!r}; write one with `alarmkit run ... --db FILE`")
@@ -140,3 +140,7 @@ def run_command(args: argparse.Namespace) -> int:
                          what="report", reading=tuple(dbs))
         print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"

@@ -17,7 +17,7 @@ from ..viz.plots import esc, fmt_ms
 
 __all__ = ["diff_figure", "STATUS_COLORS"]
 
-STATUS_COLORS = {"only_a": "#d62728", "only_b": "#d62728", "changed": "#9467bd", "moved": "#ff7f0e",
+STATUS_COLORS = {"only_a": "#d62728", "only_b": "#e377c2", "changed": "#9467bd", "moved": "#ff7f0e",
                  "late": "#1f77b4"}
 _STATUS_TEXT = {"only_a": "only in {a}", "only_b": "only in {b}", "changed": "another outcome", "moved": "moved",
                 "late": "another lateness"}
@@ -30,7 +30,7 @@ def _t(v: Any) -> str:
 
 
 def _lane(obj: Any, name: str) -> str:
-    return esc(f"{obj} · {name}", 60)
+    return esc(f"{obj or 'runtime'} · {name}", 60)  # run-wide events (a restart) have no object
 
 
 def _event(kind: Any, t: Any, sched: Any) -> str:
@@ -84,23 +84,28 @@ def diff_figure(d: Any, title: str | None = None, height: int | None = None) -> 
                 continue
             texts = [_strong_text(r, s, name, other, _STATUS_TEXT[status].format(a=a, b=b))
                      for r in here.itertuples()]
+            label = esc(_STATUS_TEXT[status].format(a=a, b=b) + ("" if status.startswith("only") else f" ({name})"))
             fig.add_trace(go.Scatter(
                 x=(here[f"t_{s}"].astype(float) / 1000).tolist(), y=[_lane(v, name) for v in here["object"]],
-                mode="markers", name=esc(_STATUS_TEXT[status].format(a=a, b=b)
-                                         + ("" if status.startswith("only") else f" ({name})")),
+                mode="markers", name=label, legendgroup=label, showlegend=False,
                 marker={"color": color, "size": 13, "line": {"color": "#222", "width": 1},
                         "symbol": [_SYMBOL.get(c, "circle") for c in here["cls"]]},
                 customdata=[int(i) for i in here.index], hovertext=texts, hoverinfo="text",
                 meta={"role": "strong", "status": status, "run": s}))
+            # the legend's entry: the status's colour on a plain square (the marks' shapes are their kinds)
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label, legendgroup=label,
+                                     marker={"color": color, "size": 11, "symbol": "square",
+                                             "line": {"color": "#222", "width": 1}},
+                                     hoverinfo="skip", meta={"role": "legend"}))
     fd = d.first_divergence
     if fd is not None:
         fig.add_vline(x=fd.t_ms / 1000, line={"color": "#d62728", "dash": "dash", "width": 1})
         fig.add_annotation(x=fd.t_ms / 1000, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                           text=esc(f"first divergence: {fd.object} at {fmt_ms(fd.t_ms)}", 120),
+                           text=esc(f"first divergence: {fd.object or fd.kind} at {fmt_ms(fd.t_ms)}", 120),
                            font={"color": "#d62728", "size": 12})
     n = max(len(lanes), 2)
     fig.update_layout(
-        title=esc(title or f"{a} vs {b}: {len(table)} differing event(s), {d.matched} matched", 200),
+        title=esc(title or f"{a} vs {b}: {len(table)} differing event{'s' * (len(table) != 1)}, {d.matched} matched", 200),
         template="plotly_white", height=height or max(300, 170 + 34 * n), hovermode="closest",
         xaxis={"title": "time (s)" + (", from the first request" if d.align == "first_request" else "")},
         yaxis={"categoryorder": "array", "categoryarray": list(reversed(lanes)), "type": "category"},

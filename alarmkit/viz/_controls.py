@@ -46,8 +46,12 @@ class Optional(W.HBox):
 
     @value.setter
     def value(self, v: int | None) -> None:
-        self.number.value = v or 0
-        self.on.value = v is not None
+        if v is None:  # uncheck first: a number set while checked would run the scenario with it
+            self.on.value = False
+            self.number.value = 0
+        else:
+            self.number.value = v
+            self.on.value = True
 
     def on_change(self, handler: Any) -> None:
         """Call ``handler`` when the value changes: the checkbox, or the number while checked."""

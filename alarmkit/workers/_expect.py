@@ -109,8 +109,14 @@ def check_expect(worker: Any, expect: list[dict], result: Any) -> list[str]:
             got = f"error: {err}"
         if got != e["equals"]:
             target = e.get("kv") or e.get("sql") or "alarm"
-            msg = (f"{e['object']} {e['what']} {target!r:.80}: expected {json.dumps(e['equals'], default=str)[:120]}, "
-                   f"got {json.dumps(got, default=str)[:120]}")
+            said = got if isinstance(got, str) and got.startswith("error: ") else _cut(json.dumps(got, default=str), 120)
+            msg = (f"{e['object']} {e['what']} {_cut(repr(target), 80)}: expected "
+                   f"{_cut(json.dumps(e['equals'], default=str), 120)}, got {said}")  # an error whole: it says the way out
             failures.append(msg)
             sim.journal_event("expect_failed", worker.stub(e["binding"], e["name"]), detail={"message": msg[:500]})
     return failures
+
+
+def _cut(text: str, n: int) -> str:
+    """``text`` shortened to ``n`` characters, saying so."""
+    return text if len(text) <= n else text[:n - 1] + "…"

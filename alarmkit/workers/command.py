@@ -156,7 +156,7 @@ def _alarms(result: Any) -> dict:
 def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     where = f"run {s['run_id']} in {clean(args.db, 120)}" if s["run_id"] is not None else "not journaled: --db FILE keeps it"
     lines = [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
-             f"{s['requests']} requests, {s['failed']} failed, {s['pending']} still running at the end"]
+             f"{s['requests']} request{'s' * (s['requests'] != 1)}, {s['failed']} failed, {s['pending']} still running at the end"]
     for o in s["outcomes"]:
         end = f"-> {o['done_ms']} ms" if "done_ms" in o else "-> still running"
         if "error" in o:

@@ -94,7 +94,7 @@ def test_a_real_run_against_its_simulated_twin_differs_in_lateness_only():
     assert lines[2:4] == ["ledger-normal ~ ledger's alarm due 301 ms fires 1 ms late in real and 2 ms late in simulated.",
                           "ledger-normal ~ ledger's alarm due 1.507 s fires 1 ms late in real and 2 ms late in simulated."]
     assert [ln for ln in lines if not ln.startswith(("Note:", "ledger-normal ~ ledger's alarm"))] == [
-        "real and simulated differ in 2 alarm event(s); 6 matched (each counted from its first request, 250 ms "
+        "real and simulated differ in 2 alarm events; 6 matched (each counted from its first request, 250 ms "
         "tolerance).", "No event is missing from either run and none ends otherwise."]
     # without the tolerance the real arms and their fires (for 301 ms, 1.507 s after the first request) are
     # moved against the simulated 300 ms, 1.5 s
