@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any, Sequence
 
+from ._signals import CtrlC
 from .errors import AlarmkitError, InternalError
 
 __all__ = ["main", "build_parser"]
@@ -352,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     out = sys.stdout
     sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
-    ctrl_c = _CtrlC()
+    ctrl_c = CtrlC()
     try:
         return args.fn(args)
     except InternalError:
@@ -387,39 +388,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout = out
         ctrl_c.restore()
-
-
-class _CtrlC:
-    """Tells a real Ctrl-C (SIGINT) from a KeyboardInterrupt raised by a user's code: both reach
-    ``main`` as the same exception. Python's own handler still raises it; this one notes it first."""
-
-    def __init__(self) -> None:
-        import signal
-        import threading
-
-        self.seen = False
-        self._old = None
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self._old = signal.signal(signal.SIGINT, self._on_sigint)
-
-    def _on_sigint(self, signum: int, frame: Any) -> None:
-        import signal
-
-        self.seen = True
-        signal.default_int_handler(signum, frame)
-
-    def said_by_code(self, err: BaseException) -> bool:
-        """A KeyboardInterrupt with no SIGINT behind it. Where this handler could not be installed (not the
-        main thread, or another handler was there), only one the runtime saw leave user code counts."""
-        if self._old is not None:
-            return not self.seen
-        return bool(getattr(err, "__notes__", None))
-
-    def restore(self) -> None:
-        import signal
-
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
 
 
 def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
