@@ -24,11 +24,10 @@ class CtrlC:
         signal.default_int_handler(signum, frame)
 
     def said_by_code(self, err: BaseException) -> bool:
-        """A KeyboardInterrupt with no SIGINT behind it. Where this handler could not be installed (not the
-        main thread, or another handler was there), only one the runtime saw leave user code counts."""
-        if self._old is not None:
-            return not self.seen
-        return bool(getattr(err, "__notes__", None))
+        """A KeyboardInterrupt the runtime saw leave a Durable Object's code (its note), with no SIGINT
+        behind it. Commands that stop work on Ctrl-C install handlers of their own and raise their own
+        KeyboardInterrupt, so one without the note is always taken for a Ctrl-C."""
+        return not self.seen and bool(getattr(err, "__notes__", None))
 
     def restore(self) -> None:
         if self._old is not None:

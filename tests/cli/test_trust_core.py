@@ -476,14 +476,14 @@ def test_a_worker_that_exits_or_raises_keyboard_interrupt_is_never_a_success_nor
     assert [(t, json.loads(d)["reason"]) for t, d in crash] == [(1_002, f"interrupted: {exc} in alarm")]
 
 
-def test_keyboard_interrupt_raised_by_a_workers_entrypoint_is_not_a_ctrl_c(tmp_path, capsys):
+def test_sys_exit_in_a_workers_entrypoint_is_an_error_outside_any_object(tmp_path, capsys):
     from alarmkit import cli
 
-    (tmp_path / "w.py").write_text("from workers import WorkerEntrypoint\n\nclass Default(WorkerEntrypoint):\n"
-                                   "    async def fetch(self, request):\n        raise KeyboardInterrupt\n")
+    (tmp_path / "w.py").write_text("import sys\nfrom workers import WorkerEntrypoint\n\nclass Default(WorkerEntrypoint):\n"
+                                   "    async def fetch(self, request):\n        sys.exit(3)\n")
     (tmp_path / "d.json").write_text('{"steps": [{"fetch": "http://x/"}]}')
     assert cli.main(["worker", str(tmp_path / "w.py"), "--drive", str(tmp_path / "d.json")]) == 2
     assert capsys.readouterr().err == (
-        "alarmkit: error: worker: the code it ran called raise KeyboardInterrupt; the run stopped there, unfinished "
+        "alarmkit: error: worker: the code it ran called sys.exit(3); the run stopped there, unfinished "
         "(outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept). Let the handler "
         "return or raise an ordinary exception instead\n")
