@@ -183,10 +183,11 @@ class NodeProcess:
         if hello.get("t") != "ready":
             raise JsHostError(f"the JavaScript host did not start: {hello!r}")
 
-    def send(self, msg: dict) -> None:
-        """Raises ``JsValueError`` (nothing sent) for a value JSON cannot carry to JavaScript."""
+    def send(self, msg: dict | str) -> None:
+        """Send ``msg``, a dict or its JSON text already made (the bridge formats its alarm messages
+        rather than encode them); raises ``JsValueError`` (nothing sent) for a value JSON cannot carry."""
         try:
-            body = _encode(msg).encode("utf-8")
+            body = (msg if msg.__class__ is str else _encode(msg)).encode("utf-8")
         except (TypeError, ValueError, RecursionError) as err:
             raise JsValueError(f"values cross to JavaScript as JSON, and this one cannot ({err}); pass "
                                "strings, finite numbers, bools, None, lists and dicts with string keys") from None
@@ -202,6 +203,11 @@ class NodeProcess:
 
     def recv(self) -> dict[str, Any]:
         buf = self._buf
+        if not buf:  # the usual case: nothing left over, and the next chunk is one whole message
+            chunk = self._chunk()
+            if len(chunk) == 4 + int.from_bytes(chunk[:4], "little"):
+                return _decode(chunk[4:].decode("utf-8"))
+            buf += chunk
         while True:
             if len(buf) >= 4:
                 end = 4 + int.from_bytes(buf[:4], "little")

@@ -47,3 +47,14 @@ def test_two_cpus_poll_for_the_configured_time(monkeypatch):
     assert _node._spin_s() == pytest.approx(_node.SPIN_US / 1e6)
     monkeypatch.setenv("ALARMKIT_JSHOST_SPIN_US", "250")
     assert _node._spin_s() == pytest.approx(250e-6)
+
+
+def test_the_host_answers_any_number_of_stats_messages_in_a_row(js_host):
+    proc = _node.NodeProcess(_node.find_node())  # it answered them by recursion once, and died near 6,000
+    try:
+        for _ in range(12_000):
+            proc.send({"t": "stats"})
+            stats = proc.recv()
+        assert stats["t"] == "stats" and stats["polled"] + stats["blocked"] >= 12_000
+    finally:
+        proc.close()
