@@ -25,17 +25,9 @@ def add_commands(sub, export: argparse.ArgumentParser) -> None:
 
 
 def open_journal(db: str, *, read_only: bool = False):
-    """``Journal(db)``, after checking that an existing file is a DuckDB file at all (its header
-    carries ``DUCK`` at byte 8): a CSV or a text file is named for what it is, not "a DuckDB file"."""
+    """``Journal(db)``: its own checks refuse a file that is not a journal, naming what it is."""
     from ..journal import Journal
 
-    p = Path(db)
-    if p.is_file() and p.stat().st_size > 0:
-        with open(p, "rb") as f:
-            head = f.read(12)
-        if head[8:12] != b"DUCK":
-            raise AlarmkitError(f"{clean(str(p))!r} is not a DuckDB file, so not an alarmkit journal; alarmkit leaves "
-                                "it alone: pass a new path or a journal file, e.g. --db journal.duckdb")
     return Journal(db, read_only=read_only)
 
 

@@ -154,7 +154,7 @@ def test_object_names_reach_the_terminal_escaped(tmp_path):
 def test_a_csv_db_is_not_called_a_duckdb_file(tmp_path):
     (tmp_path / "d.csv").write_text("a,b\n1,2\n")
     err = one_line_error(cli("import", str(FIX / "lease-normal" / "tail.jsonl"), "--db", "d.csv", cwd=tmp_path))
-    assert "'d.csv' is not a DuckDB file, so not an alarmkit journal" in err
+    assert "'d.csv' is not an alarmkit journal (not a DuckDB file: text)" in err
     assert (tmp_path / "d.csv").read_text() == "a,b\n1,2\n"
 
 
