@@ -100,8 +100,9 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
                             "ORDER BY object, coalesce(p.t_a, p.t_b)").df()
     table = _table(rows)
     counts = _counts(_sql.per_object(con))
-    notes = [f"objects paired by the order they first appear: {a} ({names[0]}) with {b} ({names[1]})"
-             for a, b, _ in by_order]
+    notes = [n for n in [_setup_note(sides, names)] if n]
+    notes += [f"objects paired by the order they first appear: {a} ({names[0]}) with {b} ({names[1]})"
+              for a, b, _ in by_order]
     left = [k for k in _sql.ALIGNED_KINDS if k not in kinds]
     if left:
         notes.append(f"not compared (kinds= leaves them out): {', '.join(left)}")
@@ -122,6 +123,21 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
     first = _first(con, table, sides, t0, names)
     return RunDiff(names, mode, tol, int(matched), n_events, table, counts, invariants, first, by_order, notes,
                    checked, lanes)
+
+
+def _setup_note(sides: dict[str, Side], names: tuple[str, str]) -> str | None:
+    """How the two runs were made differently (scenario, profile, seed, parameters), where both say:
+    a difference the diff then shows may be the setup's, not the code's."""
+    a, b = sides["a"].run, sides["b"].run
+    parts = [f"{key} {a[key]} in {names[0]}, {b[key]} in {names[1]}" for key in ("scenario", "profile", "seed")
+             if a.get(key) is not None and b.get(key) is not None and a[key] != b[key]]
+    pa_, pb = a.get("params"), b.get("params")
+    if (isinstance(pa_, dict) and isinstance(pb, dict) and not (sides["a"].real or sides["b"].real)
+            and a.get("scenario") == b.get("scenario")):  # another scenario's parameters are other parameters
+        changed = sorted(str(k) for k in set(pa_) | set(pb) if pa_.get(k) != pb.get(k))
+        if changed:
+            parts.append(f"parameters {', '.join(changed)} differ")
+    return f"the runs were made differently: {'; '.join(parts)}" if parts else None
 
 
 def _no_invariants() -> pd.DataFrame:

@@ -207,3 +207,14 @@ def test_calibration_shows_sim_against_real_as_a_diff():
         "the simulator never fires probe-rearm-now's alarm due 117 ms; workerd 1.20261117.1 fires it at 123 ms. "
         "In the simulator, its alarm set to 104 ms at 104 ms (cause: user) and user code never set it again")
     assert (rearm.counts.loc[0, "fires_a"], rearm.counts.loc[0, "fires_b"]) == (6, 4)
+
+
+def test_the_notes_say_how_the_runs_were_made_differently():
+    a = ak.run_scenario("lease-ledger", seed=1)
+    assert not any("made differently" in n for n in ak.diff(a, ak.run_scenario("lease-ledger", seed=1)).notes)
+    d = ak.diff(a, ak.run_scenario("lease-ledger", seed=2, horizon_ms=a.params["horizon_ms"] + 1), names=("one", "two"))
+    assert d.notes[0] == "the runs were made differently: seed 1 in one, 2 in two; parameters horizon_ms differ"
+    assert "Note: the runs were made differently: seed 1 in one, 2 in two" in d.summary()
+    other = ak.diff(a, ak.run_scenario("lease-exhaustion", seed=1, profile="celld"))
+    assert other.notes[0] == ("the runs were made differently: scenario lease-ledger in A, lease-exhaustion in B; "
+                              "profile workerd in A, celld in B")
