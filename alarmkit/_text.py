@@ -1,13 +1,15 @@
-"""Text every wing shows a person: the one escaping function (``esc``) and exact virtual times
-(``fmt_ms``). In the floor so that the journal's verdict, the figures and the reports share them."""
+"""Text every wing shows a person: the escaping functions, ``esc`` for HTML and plotly and ``clean``
+for a terminal, and exact virtual times (``fmt_ms``). In the floor so that the journal's verdict,
+the figures, the reports and every command share them."""
 
 from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from typing import Any
 
-__all__ = ["esc", "fmt_ms"]
+__all__ = ["esc", "clean", "fmt_ms"]
 
 _INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e"
                         "\u2066-\u2069\ufeff]")
@@ -25,6 +27,29 @@ def esc(text: Any, limit: int | None = None) -> str:
     s = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
     s = s.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate cannot be written out
     return html.escape(s, quote=False)
+
+
+_BAD = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def clean(text: Any, keep_newlines: bool = False, limit: int | None = None) -> str:
+    """``text`` for a terminal: each control, format (bidi), surrogate, private-use or unassigned
+    character shown as an escape (``\\x1b``, ``\\u202e``), never obeyed (an escape sequence could clear
+    the screen, U+202E reverse what follows); newlines kept only where ``keep_newlines`` says so; cut
+    to ``limit`` characters with "..." when given."""
+    out = []
+    for ch in str(text):
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif ch.isascii() and ch.isprintable():
+            out.append(ch)
+        elif unicodedata.category(ch) in _BAD:
+            o = ord(ch)
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    s = "".join(out)
+    return s if limit is None or len(s) <= limit else s[: limit - 3] + "..."
 
 
 def fmt_ms(ms: float) -> str:

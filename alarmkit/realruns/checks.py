@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .text import clean
+from .._text import clean
 
 __all__ = ["Anomaly", "Checks", "utc"]
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ..errors import AlarmkitError
-from .text import clean
+from .._text import clean
 
 __all__ = ["add_commands", "open_journal"]
 

@@ -12,7 +12,7 @@ as ``due_error`` (reported ``due_unreadable``), never raised: the recording has 
 
 from __future__ import annotations
 
-from .text import clean
+from .._text import clean
 
 __all__ = ["obligations"]
 

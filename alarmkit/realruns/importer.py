@@ -23,7 +23,7 @@ from typing import Any, Iterable
 from ..errors import AlarmkitError
 from .checks import Checks, Anomaly, utc
 from .reader import TraceFile
-from .text import clean
+from .._text import clean
 from .traces import FAILED, OUTCOMES, Invocation, Records, iter_records, _trace_path
 
 __all__ = ["ImportResult", "Anomaly", "import_records", "import_file", "journal_run", "LATE_MS", "GRACE_MS", "LADDER"]

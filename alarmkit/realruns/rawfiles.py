@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from ..errors import AlarmkitError
-from .text import clean
+from .._text import clean
 
 __all__ = ["check_out", "keep_raw", "MANIFEST"]
 

@@ -31,7 +31,7 @@ from .importer import ImportResult, import_records, journal_run
 from .due import obligations as _obligations
 from .rawfiles import check_out, keep_raw
 from .recproc import Collector, Session, check_worker, sigterm_raises
-from .text import clean
+from .._text import clean
 
 __all__ = ["record", "RecordResult", "load_script", "check_script", "JS_DIR", "LAB_DIR", "STEP_TIMEOUT_S"]
 

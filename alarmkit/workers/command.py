@@ -15,24 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from .._text import clean as _clean
 from ..errors import AlarmkitError, WorkerError
 
 __all__ = ["add_arguments", "add_explore_arguments", "run_command", "run_explore", "clean"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def clean(text: Any, limit: int = 300) -> str:
-    """``text`` for a terminal: control and bidi characters escaped, at most ``limit`` characters."""
-    s = str(text)
-    s = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
-    s = s.encode("utf-8", "backslashreplace").decode("utf-8")
-    return s if len(s) <= limit else s[: limit - 3] + "..."
+    """``text`` for a terminal (``alarmkit._text.clean``), at most ``limit`` characters."""
+    return _clean(text, limit=limit)
 
 
 def _bind(text: str) -> tuple[str, str]:
