@@ -309,8 +309,13 @@ class Simulation(AlarmDelivery):
         return self.buffer.batch().rows()
 
     def alarms(self) -> dict[str, int | None]:
-        """Each object's stored alarm now (None: no alarm), by label: what a finished run leaves behind."""
-        return {h.label: h.alarm_backend.get(h) for h in self.hosts()}
+        """Each object's stored alarm now (None: no alarm), by label: what a finished run leaves behind.
+        Objects of different namespaces that share a name are keyed ``"BINDING:name"``, each of them."""
+        hosts = list(self.hosts())
+        labels = [h.label for h in hosts]
+        twice = {x for x in labels if labels.count(x) > 1} if len(set(labels)) < len(labels) else ()
+        return {(f"{h.namespace.binding}:{h.label}" if h.label in twice else h.label): h.alarm_backend.get(h)
+                for h in hosts}
 
     def events(self):
         """This run's events as a DataFrame."""

@@ -91,7 +91,9 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
     order = list(dict.fromkeys(CLASS_OF.values()))
     drawn = sorted(classes.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
     rows.append(("on the timeline", ", ".join(f"{c} {k:,}" for c, k in drawn), False))
-    objects = list(dict.fromkeys(events["object_id"].dropna().astype(str)))
+    pairs = events[["namespace", "object_id"]].dropna(subset=["object_id"]).astype(str).drop_duplicates()
+    twice = set(pairs["object_id"][pairs["object_id"].duplicated()])  # one name in two namespaces: both named
+    objects = [f"{ns}:{o}" if o in twice else o for ns, o in zip(pairs["namespace"], pairs["object_id"])]
     listed = ", ".join(objects[:SHOW_OBJECTS]) + (f", … and {len(objects) - SHOW_OBJECTS:,} more"
                                                   if len(objects) > SHOW_OBJECTS else "")
     rows.append(("objects", f"{len(objects):,}" + (f": {listed}" if objects else ""), False))

@@ -111,7 +111,14 @@ export function track(key, promise, iid) {
   promise.then(
     (v) => {
       S.cur = iid;
-      S.report.done.push([key, true, clone(v)]);
+      let value;
+      try {
+        value = clone(v);
+      } catch (e) { // a result JSON cannot carry: the caller gets the TypeError instead
+        S.report.done.push([key, false, errInfo(e)]);
+        return;
+      }
+      S.report.done.push([key, true, value]);
     },
     (e) => {
       S.cur = iid;

@@ -144,9 +144,42 @@ export function errInfo(e) {
 }
 
 // Values cross to Python as JSON (see docs/workers.md, JavaScript and TypeScript workers: what survives the trip).
+// What JSON would change silently (NaN and infinity to null, a Date to a string, a typed array or a
+// class instance to a bag of keys, a Set to {}) is refused: a TypeError naming the value and where.
 export function clone(v) {
   if (v === undefined) return null;
+  refuseLossy(v, "the value", 0);
   return JSON.parse(JSON.stringify(v, (k, x) => (x instanceof Map ? Object.fromEntries(x) : x)) ?? "null");
+}
+
+function refuseLossy(v, where, depth) {
+  const t = typeof v;
+  if (v === null || v === undefined || t === "string" || t === "boolean") return;
+  if (t === "number") {
+    if (!Number.isFinite(v)) throw lossy(`${v} in ${where}`);
+    return;
+  }
+  if (t !== "object") throw lossy(`a ${t} in ${where}`);
+  if (depth > 1000) throw lossy(`${where} nested more than 1,000 deep`);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) refuseLossy(v[i], `${where}[${i}]`, depth + 1);
+    return;
+  }
+  if (v instanceof Map) {
+    for (const [k, x] of v) refuseLossy(x, `${where}.get(${JSON.stringify(String(k))})`, depth + 1);
+    return;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) {
+    const name = v instanceof Date ? "Date" : (v.constructor && v.constructor.name) || "non-plain object";
+    throw lossy(`a ${name} in ${where}`);
+  }
+  for (const k of Object.keys(v)) refuseLossy(v[k], `${where}.${k}`, depth + 1);
+}
+
+function lossy(what) {
+  return new TypeError(`values cross between JavaScript and Python as JSON, and this one cannot (${what}); pass ` +
+    "strings, finite numbers, booleans, null, arrays, Maps and plain objects");
 }
 
 export function show(x) {

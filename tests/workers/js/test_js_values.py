@@ -1,0 +1,54 @@
+"""Values JSON would change on their way out of JavaScript (NaN to null, a Date to a string, a typed
+array to a bag of keys, a Set to {}) are refused with a TypeError naming the value and where it sits;
+what JSON carries arrives as it was."""
+
+import pytest
+
+import alarmkit as ak
+from alarmkit.workers.js import load
+
+VALUES = """import { DurableObject } from "cloudflare:workers";
+export class V extends DurableObject {
+  async nan() { return NaN; }
+  async date() { return { at: [new Date(5)] }; }
+  async bytes() { return new Uint8Array([1, 2]); }
+  async set() { return new Set([1]); }
+  async big() { return 1n; }
+  async ok() { return { a: [1, "x", null, true, undefined], m: new Map([["k", 1]]) }; }
+  async put() {
+    try { await this.ctx.storage.put("k", [1, Infinity]); return "stored"; } catch (e) { return `${e.name}: ${e.message}`; }
+  }
+  async stored() { return (await this.ctx.storage.get("k")) ?? "nothing"; }
+}
+"""
+HEAD = "values cross between JavaScript and Python as JSON, and this one cannot ("
+TAIL = "); pass strings, finite numbers, booleans, null, arrays, Maps and plain objects"
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory, js_host):
+    path = tmp_path_factory.mktemp("values") / "v.js"
+    path.write_text(VALUES)
+    sim = ak.Simulation()
+    return sim, load(sim, path, {"V": "V"}).env.V.getByName("a")
+
+
+@pytest.mark.parametrize("method, what", [("nan", "NaN in the value"), ("date", "a Date in the value.at[0]"),
+                                          ("bytes", "a Uint8Array in the value"), ("set", "a Set in the value"),
+                                          ("big", "a bigint in the value")])
+def test_a_result_json_would_change_is_a_type_error_naming_it(stub, method, what):
+    sim, s = stub
+    with pytest.raises(ak.JsError) as err:
+        sim.call(getattr(s, method)())
+    assert err.value.js_name == "TypeError" and str(err.value) == f"TypeError: {HEAD}{what}{TAIL}"
+
+
+def test_what_json_carries_arrives_as_it_was(stub):
+    sim, s = stub
+    assert sim.call(s.ok()) == {"a": [1, "x", None, True, None], "m": {"k": 1}}
+
+
+def test_a_put_of_infinity_throws_in_the_objects_code_and_stores_nothing(stub):
+    sim, s = stub
+    assert sim.call(s.put()) == f"TypeError: {HEAD}Infinity in the value[1]{TAIL}"
+    assert sim.call(s.stored()) == "nothing"
