@@ -12,6 +12,7 @@ object becomes one of its tasks making an ordinary RPC through a stub.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import itertools
 from typing import Any, Callable
@@ -51,6 +52,18 @@ def _ints(msg: dict) -> tuple:
         if v.__class__ is not int:
             raise JsHostError(f"internal: an alarm message holds {v!r}, not an int")
     return values
+
+
+def _effect_key(method: str, args: list) -> str:
+    """What names an outbound call as an effect, so that ``check`` calls the same call made twice a
+    duplicate and two different calls two effects: a fetch's URL, with a digest of its body when it
+    has one (two POSTs of different batches to one URL are two effects); a method's name otherwise."""
+    if method != "fetch" or not args or not isinstance(args[0], dict):
+        return method
+    url, body = args[0].get("url"), args[0].get("body")
+    if not body:
+        return url
+    return f"{url} #{hashlib.sha256(str(body).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def _settle(fut: Future, ok: bool, value: Any) -> None:
@@ -359,7 +372,7 @@ class Bridge:
                 # suspends until it), so a crash before the commit loses the writes and the request both
                 await self.sim.kernel.checkpoint(None)
                 await obj.ctx.storage.sync()
-                key_of = args[0]["url"] if method == "fetch" and args and isinstance(args[0], dict) else method
+                key_of = _effect_key(method, args)
                 await obj.ctx.effect(binding, key_of, method=args[0]["method"] if method == "fetch" else method)
             return await self._python_binding(binding, method, args)
         stub = self.sim.namespaces[binding].get(key)
