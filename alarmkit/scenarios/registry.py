@@ -35,11 +35,13 @@ class Scenario:
 
     def replay_setup(self) -> str:
         """What a replay script (explore's snippets) runs first: ``setup``, else ``import`` of the module
-        that registered it when that is not alarmkit's own nor ``__main__`` (importing it registers it)."""
+        that registered it (importing it registers it), unless ``import alarmkit`` registers it already
+        (the built-ins of ``alarmkit.scenarios``) or it is ``__main__``. ``alarmkit.workers.js.scenarios``
+        is alarmkit's but not imported by ``import alarmkit``: its snippets import it."""
         if self.setup:
             return self.setup
         module = getattr(self.fn, "__module__", "") or ""
-        if module == "alarmkit" or module.startswith("alarmkit.") or module in ("__main__", "builtins"):
+        if module in ("alarmkit", "alarmkit.scenarios", "__main__", "builtins") or module.startswith("alarmkit.scenarios."):
             return ""
         return f"import {module}  # registers scenario {self.name!r}"
 
