@@ -106,7 +106,10 @@ def sentences(d: Any) -> list[str]:
     how += f", {d.tolerance_ms} ms tolerance" if d.tolerance_ms else ""
     out: list[str] = []
     t = d.differences
-    if d.same:
+    if d.same and not d.matched:  # nothing compared is no agreement
+        out.append(f"{a} and {b} have no alarm events to compare ({d.events[0]:,} and {d.events[1]:,} events of "
+                   f"other kinds, which diff does not align): nothing was compared.")
+    elif d.same:
         out.append(f"{a} and {b} agree: {d.matched:,} alarm events matched ({how}).")
     else:
         out.append(f"{a} and {b} differ in {len(t):,} alarm event{'s' * (len(t) != 1)}; {d.matched:,} matched ({how}).")

@@ -218,3 +218,15 @@ def test_the_notes_say_how_the_runs_were_made_differently():
     other = ak.diff(a, ak.run_scenario("lease-exhaustion", seed=1, profile="celld"))
     assert other.notes[0] == ("the runs were made differently: scenario lease-ledger in A, lease-exhaustion in B; "
                               "profile workerd in A, celld in B")
+
+
+def test_two_runs_with_no_alarm_events_are_not_said_to_agree():
+    def frame(objects):
+        return pd.DataFrame([{"seq": i, "t_ms": i, "namespace": "H", "object_id": o, "kind": "call",
+                              "scheduled_ms": None, "prev_scheduled_ms": None, "retry_count": None,
+                              "detail": '{"method":"go"}'} for i, o in enumerate(objects)])
+
+    d = ak.diff(frame(["a"]), frame(["zzz", "q"]))
+    assert d.matched == 0
+    assert d.summary().splitlines()[0] == ("A and B have no alarm events to compare (1 and 2 events of other kinds, "
+                                           "which diff does not align): nothing was compared.")
