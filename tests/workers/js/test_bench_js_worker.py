@@ -19,9 +19,11 @@ def bench(*args, cwd):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--objects", "0"], "expected a number in 1..100,000, got 0"),
-    (["--rearms", "x"], "expected a number in 1..100,000, got x"),
-    (["--repeat", "101"], "expected a number in 1..100, got 101"),
+    (["--objects", "0"], "expected a number in 1..20,000, got 0"),
+    (["--objects", "25000"], "expected a number in 1..20,000, got 25000"),
+    (["--rearms", "x"], "expected a number in 1..10,000, got x"),
+    (["--repeat", "21"], "expected a number in 1..20, got 21"),
+    (["--objects", "20000", "--rearms", "10000"], "200,000,000 lifecycles a run, past 2,000,000"),
 ])
 def test_refuses_bad_arguments(tmp_path, args, fragment):
     p = bench(*args, cwd=tmp_path)
@@ -36,3 +38,10 @@ def test_tiny_run_counts_both_peers(js_host, tmp_path):
     assert re.search(r"round trips\s+1\.00 per lifecycle", p.stdout)
     assert re.search(r"ratio js/python\s+\d+\.\d\d", p.stdout)
     assert list(tmp_path.iterdir()) == []                                   # it writes nothing
+
+
+def test_a_bad_host_setting_is_one_line_exit_2(js_host, tmp_path, monkeypatch):
+    monkeypatch.setenv("ALARMKIT_JSHOST_SPIN_US", "nan")
+    p = bench("--objects", "2", "--rearms", "2", "--repeat", "1", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith("bench_js_worker: ALARMKIT_JSHOST_SPIN_US must be microseconds")
