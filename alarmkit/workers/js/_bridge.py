@@ -66,6 +66,16 @@ def _effect_key(method: str, args: list) -> str:
     return f"{url} #{hashlib.sha256(str(body).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+def _write_error(op: list, err: Exception) -> Exception:
+    """An operation of a turn's report that could not be applied (a key no storage can hold...): an
+    ``AlarmkitError`` naming it; alarmkit's own errors (a reset object's) as they are."""
+    if isinstance(err, AlarmkitError):
+        return err
+    what = f"{op[0]}({', '.join(repr(a) for a in op[2:3])})" if op else "a write"
+    return AlarmkitError(f"the JavaScript object's {what} could not be applied ({type(err).__name__}: {err}); "
+                         "the rest of its turn was")
+
+
 def _settle(fut: Future, ok: bool, value: Any) -> None:
     if ok:
         fut.set_result(value)
@@ -204,7 +214,11 @@ class Bridge:
         pid = next(self.pids)
         key = "p%d" % pid
         msg["pid"] = pid
-        self.exchange(msg, form)
+        try:
+            self.exchange(msg, form)
+        except BaseException:
+            self.settled.pop(key, None)
+            raise
         early = self.settled.pop(key, None)
         if early is None:
             return await self._wait(key)
@@ -285,10 +299,14 @@ class Bridge:
         get = r.get
         more = len(r) - 1  # the lists besides ops and done
         ops = get("ops")
+        failed = None  # the first write that could not be applied: raised once the rest of the report is
         if ops is not None:
             more -= 1
             for op in ops:
-                apply_op(self, op)
+                try:
+                    apply_op(self, op)
+                except Exception as err:  # noqa: BLE001 - raised below, after the promises, timers and calls
+                    failed = failed or _write_error(op, err)
         done = get("done")
         if done is not None:
             more -= 1
@@ -303,8 +321,12 @@ class Bridge:
                     self.settled.setdefault(key, (ok, value))
                 elif not fut.done():
                     _settle(fut, ok, value)
-        if not more:
-            return
+        if more:
+            self._apply_more(get)
+        if failed is not None:
+            raise failed
+
+    def _apply_more(self, get: Callable) -> None:
         for tid in get("clear", ()):
             task = self.timers.pop(tid, None)
             if task is not None and not task.done():
@@ -338,7 +360,18 @@ class Bridge:
     async def _timer(self, tid: int, iid: int | None, ms: int) -> None:
         await self.sim.kernel.sleep(ms)
         self.timers.pop(tid, None)
-        self.exchange({"t": "timer", "id": tid, "iid": iid})  # host.mjs takes the timer's own; iid names it in errors
+        self._journaled(iid, {"t": "timer", "id": tid, "iid": iid})  # host.mjs takes the timer's own; iid names it in errors
+
+    def _journaled(self, iid: int | None, msg: dict) -> None:
+        """``exchange(msg)`` from one of the object's own tasks (a timer, an outbound call's answer), where
+        nothing awaits its outcome: a write of the turn that could not be applied is journaled as a
+        console error of the object, not lost with the task. A host that is gone still stops the run."""
+        try:
+            self.exchange(msg)
+        except JsHostError:
+            raise
+        except AlarmkitError as err:
+            apply_op(self, ["console", iid, "error", f"alarmkit: {err}"])
 
     async def _call(self, nid: int, iid: int | None, binding: str, key: str | None, method: str, args: list) -> None:
         try:
@@ -348,8 +381,12 @@ class Bridge:
             ok, value = False, _error_info(err)
         try:
             self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
-        except JsValueError as err:  # the result cannot cross: the JS caller gets the error instead
-            self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
+        except JsValueError as err:  # the result cannot cross (nothing was sent): the JS caller gets the error instead
+            self._journaled(iid, {"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
+        except JsHostError:
+            raise
+        except AlarmkitError as err:  # a write of the turn after it could not be applied
+            apply_op(self, ["console", iid, "error", f"alarmkit: {err}"])
 
     async def _outbound(self, obj: JsObject | None, binding: str | None, key: str | None, method: str, args: list) -> Any:
         if binding is None:  # storage.sync(): this task's suspension is a commit point, then it resolves

@@ -2,6 +2,8 @@
 array to a bag of keys, a Set to {}) are refused with a TypeError naming the value and where it sits;
 what JSON carries arrives as it was."""
 
+import json
+
 import pytest
 
 import alarmkit as ak
@@ -52,3 +54,30 @@ def test_a_put_of_infinity_throws_in_the_objects_code_and_stores_nothing(stub):
     sim, s = stub
     assert sim.call(s.put()) == f"TypeError: {HEAD}Infinity in the value[1]{TAIL}"
     assert sim.call(s.stored()) == "nothing"
+
+
+KEYS = """import { DurableObject } from "cloudflare:workers";
+export class H extends DurableObject {
+  slow() { return new Promise((res) => setTimeout(() => { res(7); this.ctx.storage.kv.put("k\\ud800", 1); }, 10)); }
+  badKey() { this.ctx.storage.kv.put("ok", 1); this.ctx.storage.kv.put("k\\ud800", 1); return 1; }
+  readOk() { return this.ctx.storage.kv.get("ok") ?? null; }
+}
+"""
+BAD_PUT = ("the JavaScript object's put('k\\ud800') could not be applied (UnicodeEncodeError: 'utf-8' codec can't "
+           "encode character '\\ud800' in position 1: surrogates not allowed); the rest of its turn was")
+
+
+def test_a_write_that_cannot_be_applied_loses_nothing_else_of_its_turn(tmp_path, js_host):
+    # a lone surrogate as a key: the promise settled in that turn still reaches its caller, and the
+    # error is said (journaled where nothing awaits it, raised where a caller does)
+    (tmp_path / "h.js").write_text(KEYS)
+    sim = ak.Simulation()
+    h = load(sim, tmp_path / "h.js", {"H": "H"}).env.H.getByName("a")
+    assert sim.call(h.slow()) == 7  # it was a deadlock: the report's settled promise was dropped with the error
+    console = sim.events().query("kind == 'console'")
+    assert console["t_ms"].tolist() == [10]
+    assert json.loads(console["detail"].iloc[0]) == {"level": "error", "text": f"alarmkit: {BAD_PUT}"}
+    with pytest.raises(ak.AlarmkitError) as err:
+        sim.call(h.badKey())
+    assert str(err.value) == BAD_PUT
+    assert sim.call(h.readOk()) == 1
