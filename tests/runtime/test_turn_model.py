@@ -8,6 +8,10 @@ import alarmkit as ak
 from alarmkit import FaultPlan
 from alarmkit.errors import Aborted, RunawayError
 
+# the turn model's tests are about commits, not fire lateness:
+# every simulation here takes fire_latency="exact" (each fire 2 ms late) so that the times read as
+# round numbers; tests/runtime/test_latency_measured.py covers the workerd profile's measured default
+
 
 class Turns(ak.DurableObject):
     async def arm_then_abort(self, at, how):
@@ -52,7 +56,7 @@ def kinds(sim, *names):
 
 
 def make(**kw):
-    sim = ak.Simulation(seed=0, **kw)
+    sim = ak.Simulation(seed=0, **kw, fire_latency="exact")
     return sim, sim.namespace("T", Turns).get("t")
 
 
