@@ -76,7 +76,7 @@ def test_sync_before_abort_keeps_the_alarm_and_it_fires_in_a_new_instance():
         sim.call(t.arm_then_abort(800, "sync"))
     assert sim.now == 0 and sim.alarms() == {"t": 800}
     sim.run()
-    # the arm commits at 0 (the sync ended the turn), the abort comes after; 802: workerd's fixed 2 ms latency
+    # the arm commits at 0 (the sync ended the turn), the abort comes after; 802: the exact 2 ms latency
     assert kinds(sim, "construct", "arm", "aborted", "fire", "ran") == [
         (0, "construct"), (0, "arm"), (0, "aborted"), (802, "fire"), (802, "construct"), (802, "ran")]
 
