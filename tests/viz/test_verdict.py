@@ -70,7 +70,7 @@ def test_the_cli_prints_the_verdict_first(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "verdict: BROKEN: 7 violations (1 of 10 obligations lost; 9 invariants checked)"
-    assert lines[1].startswith("  ✗ send_digest(2) on naive, due at 120 s, never ran: its alarm() run at 120.002 s")
+    assert lines[1].startswith("  ✗ send_digest(2) on naive, due at 120 s, never ran: its alarm() run at 120.001 s")
     held = cli("run", "lease-ledger", "--json", cwd=tmp_path)
     data = json.loads(held.stdout)
     assert data["verdict"]["held"] is True and data["verdict"]["obligations"] == 6
