@@ -290,8 +290,8 @@ class FaultPlan(Faults):
         if self.latency is None:
             return latency.sample(rng)
         self._state["fires"] += 1  # the plan's latency drew this fire's delay: the entry applied
-        # a plan's latency is a fault: drawn from the run's seeded source (not the profile's fire-latency
-        # generator, rng), as before the measured default, so a printed (seed, plan) replays as it was found
+        # a plan's latency is a fault: drawn from the run's seeded source, not the profile's fire-latency
+        # generator (rng), so a printed (seed, plan) replays the same whatever the profile's latency
         late = self.latency.sample(self._state["sim"].kernel.rng)
         if late > _usual_max(latency):
             self._log(host, {"fault": "late_fire", "late_ms": late})

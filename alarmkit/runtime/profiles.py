@@ -31,7 +31,7 @@ class Latency:
 
     Named values (``from_value``): ``"measured"`` (300 fires of local workerd on a quiet machine: the
     ``workerd`` profile's default), ``"measured-loaded"`` (300 fires under load) and ``"exact"`` (2 ms,
-    always: the former default, round numbers for teaching); an int is a fixed lateness.
+    always: round numbers for teaching); an int is a fixed lateness.
     """
 
     kind: str = "fixed"
@@ -149,8 +149,8 @@ class Profile:
     # Cloudflare docs (Durable Objects limits): alarm() has a 15-minute wall-clock limit
     handler_limit_ms: int = 15 * 60 * 1000
     # how late a fire starts: a seeded draw from 300 fires of local workerd on a quiet machine
-    # (QUIET_LATENESS_MS below, fire_latency="measured"); fire_latency="exact" (2 ms, always) is the former
-    # default, kept for teaching and for tests whose subject is not lateness
+    # (QUIET_LATENESS_MS below, fire_latency="measured"); fire_latency="exact" (2 ms, always) is for teaching
+    # and for tests whose subject is not lateness
     fire_latency: Latency = field(default_factory=Latency.measured)
     # an idle object is evicted after this long (a simulation knob; Cloudflare evicts idle
     # objects after tens of seconds, so 70 s is a stand-in, not a quoted figure)
