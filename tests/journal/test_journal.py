@@ -10,6 +10,11 @@ import pytest
 from alarmkit import AlarmkitError, DurableObject, Journal, JournalLocked, Simulation, run_scenario
 from alarmkit.scenarios.lease import LeaseLab
 from alarmkit.journal import EVENT_COLUMNS
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the journal, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 
 def test_events_and_runs_tables_on_disk(tmp_path):
@@ -79,11 +84,6 @@ def test_user_code_failure_loses_nothing_already_recorded(tmp_path):
 
 HOLDER = """
 import duckdb, sys, time
-from alarmkit.runtime.profiles import PROFILES
-
-# these tests are about the journal, not fire lateness: simulations here take the exact fire latency
-# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
-EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 con = duckdb.connect(sys.argv[1])
 print("ready", flush=True)
 time.sleep(30)
@@ -326,9 +326,9 @@ def test_packed_hot_events_read_the_same_every_way_out(tmp_path, name):
     from alarmkit import run_scenario
 
     journal = Journal(tmp_path / "j.duckdb")
-    r = run_scenario(name, seed=3, journal=journal, profile=EXACT)
+    r = run_scenario(name, seed=3, journal=journal)
     written = journal.events(r.run_id)
-    alone = run_scenario(name, seed=3, profile=EXACT)  # no journal: read from the buffer
+    alone = run_scenario(name, seed=3)  # no journal: read from the buffer
     rows, frame = alone.sim.rows, alone.sim.events()
     plain = alone.sim.buffer.batch().plain(None)
     fires = written[written.kind == "fire"]
