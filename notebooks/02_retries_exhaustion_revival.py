@@ -185,7 +185,7 @@ backoff_ladder(journal.events(uncounted.run_id))
 # After exhaustion nothing runs the alarm until the next `setAlarm`. Seed 003's fix is the
 # constructor: every wake re-runs `ensure_alarm`, which finds the overdue row and no alarm, and
 # sets one. `lease-revival` clears the failure, restarts the runtime (5 s of downtime), and makes
-# a single request; the constructor re-arms, and the alarm fires 2 ms later and revokes the lease.
+# a single request; the constructor re-arms, and the alarm fires 1 ms later and revokes the lease.
 
 # %%
 revived = ak.run_scenario("lease-revival", seed=1, journal=journal)

@@ -174,7 +174,7 @@ journal.sql("""
 # ### Lateness by profile
 #
 # A `fire`'s `detail.late_ms` is how long after its `scheduled_ms` it ran. For first attempts
-# (`retry_count = 0`) that is pure delivery delay: 2 ms on the `workerd` profile, but up to most
+# (`retry_count = 0`) that is pure delivery delay: a few ms on the `workerd` profile, but up to most
 # of a minute when celld wakes a dormant cell from a minute bucket (notebook 6).
 
 # %%

@@ -20,6 +20,7 @@ handler re-armed and then failed, the new arm wins (as on success).
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -70,6 +71,7 @@ class CelldScheduler:
         self.epoch = 0  # bumped by shutdown: fires that began before a restart settle nothing
         self._gen = 0
         self._finished_cb = self._finished  # bound once, not per fire
+        self._late_rng = random.Random(f"fire-latency:{sim.seed}")  # as the workerd scheduler: its own stream
 
     # -- what user code sees ----------------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -121,7 +123,7 @@ class CelldScheduler:
         row = self.rows.get(host)
         if row is None or (host.instance is None and not woken):
             return  # dormant: its wake entry covers it
-        late = self.sim.faults.fire_latency(host, self.profile.fire_latency, self.kernel.rng)
+        late = self.sim.faults.fire_latency(host, self.profile.fire_latency, self._late_rng)
         self.timers[host] = self.kernel.call_at(max(row.at, self.kernel.now) + late, self._timer, host, row.gen, woken)
 
     def _timer(self, host: Host, gen: int, woken: bool) -> None:

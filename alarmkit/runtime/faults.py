@@ -36,6 +36,8 @@ class Faults:
         """Called once when the simulation starts: schedule evictions, restarts..."""
 
     def fire_latency(self, host: Host, latency: Latency, rng) -> int:
+        """How late this fire is, in ms: by default a draw of the profile's ``latency`` from ``rng``, the
+        fire-latency generator (seeded from the run's seed, apart from the kernel's source)."""
         return latency.sample(rng)
 
     def before_alarm(self, host: Host, invocation: int, retry_count: int) -> None:
@@ -288,7 +290,9 @@ class FaultPlan(Faults):
         if self.latency is None:
             return latency.sample(rng)
         self._state["fires"] += 1  # the plan's latency drew this fire's delay: the entry applied
-        late = self.latency.sample(rng)
+        # a plan's latency is a fault: drawn from the run's seeded source, not the profile's fire-latency
+        # generator (rng), so a printed (seed, plan) replays the same whatever the profile's latency
+        late = self.latency.sample(self._state["sim"].kernel.rng)
         if late > _usual_max(latency):
             self._log(host, {"fault": "late_fire", "late_ms": late})
         return late

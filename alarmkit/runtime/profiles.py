@@ -29,9 +29,9 @@ class Latency:
     place", Cloudflare Durable Objects storage API docs). ``empirical``: one of ``values``, each
     equally likely (a measured sample replayed, seeded by the simulation's seed).
 
-    Named values (``from_value``): ``"measured"`` (300 fires of local workerd on a quiet machine),
-    ``"measured-loaded"`` (300 fires under load) and ``"exact"`` (2 ms, always: the ``workerd`` profile's
-    default, round numbers for teaching); an int is a fixed lateness.
+    Named values (``from_value``): ``"measured"`` (300 fires of local workerd on a quiet machine: the
+    ``workerd`` profile's default), ``"measured-loaded"`` (300 fires under load) and ``"exact"`` (2 ms,
+    always: round numbers for teaching); an int is a fixed lateness.
     """
 
     kind: str = "fixed"
@@ -52,7 +52,7 @@ class Latency:
     @classmethod
     def measured(cls, loaded: bool = False) -> Latency:
         """Fire lateness drawn from 300 fires recorded on real workerd 1.20261117.1: on a quiet machine
-        (``QUIET_LATENESS_MS``) or, with ``loaded=True``, under load
+        (``QUIET_LATENESS_MS``, the ``workerd`` profile's default) or, with ``loaded=True``, under load
         (``LOADED_LATENESS_MS``)."""
         return cls.empirical(LOADED_LATENESS_MS if loaded else QUIET_LATENESS_MS)
 
@@ -148,9 +148,10 @@ class Profile:
     jitter_factor: float = 0.25
     # Cloudflare docs (Durable Objects limits): alarm() has a 15-minute wall-clock limit
     handler_limit_ms: int = 15 * 60 * 1000
-    # local workerd fires within milliseconds; "a few ms" is our default, not a quoted figure (the same as
-    # fire_latency="exact"); fire_latency="measured" draws, seeded, from 300 fires measured on a quiet machine
-    fire_latency: Latency = field(default_factory=lambda: Latency.fixed(2))
+    # how late a fire starts: a seeded draw from 300 fires of local workerd on a quiet machine
+    # (QUIET_LATENESS_MS below, fire_latency="measured"); fire_latency="exact" (2 ms, always) is for teaching
+    # and for tests whose subject is not lateness
+    fire_latency: Latency = field(default_factory=Latency.measured)
     # an idle object is evicted after this long (a simulation knob; Cloudflare evicts idle
     # objects after tens of seconds, so 70 s is a stand-in, not a quoted figure)
     idle_evict_ms: int = 70_000
@@ -306,7 +307,7 @@ MEASURED_FIRST_FIRES_MS = (0, 0, *[1] * 20, 2, 2, 2, 3, 13)
 # Fire lateness (alarm() start - scheduledTime, ms) of 300 fires, probe lateness_many (100 objects armed 30 s in
 # advance, three rounds, fires spread over 10 s) on npm workerd 1.20261117.1, (value, count) pairs;
 # tests/runtime/test_latency_measured.py recomputes both from their files.
-# QUIET (fire_latency="measured"). Recorded 2026-12-02 12:57-12:59 UTC on the shared 2-core machine
+# QUIET (fire_latency="measured", the default of the workerd profiles). Recorded 2026-12-02 12:57-12:59 UTC on the shared 2-core machine
 # while quiet (load average 0.06 when it began, 0.69 when it ended): alarmkit/calibrate/data/
 # lateness-quiet-workerd-1.20261117.1.json. min 0, median 1, p90 2, max 44 ms (one fire; the next max is 9).
 # A run just before it (load 0.82, then 0.14) saw min 0, median 1, p90 2, max 2 (its samples not kept).
@@ -327,10 +328,11 @@ LOADED_LATENESS_MS = tuple(v for v, n in LOADED_LATENESS_COUNTS for _ in range(n
 # every built-in profile, here and nowhere else; read-only (a variant is Profile.replace(...))
 PROFILES: Mapping[str, Profile] = MappingProxyType({
     "workerd": Profile(name="workerd", version="1.20261117.1"),
+    # workerd with the facet semantics before PR #7085; everything else, fire latency included, is workerd's
     "workerd-2026-07": Profile(name="workerd-2026-07", facet_alarms="commit-breaks-actor", version="2026-07"),
     # local workerd (npm workerd@1.20261117.1): "an idle object is evicted after about 10 s" (alarmkit
     # calibrate, probe wake_evicted); the "workerd" profile keeps a production-like 70 s. Its fire latency
-    # is the 27 first fires above (MEASURED_FIRST_FIRES_MS); "workerd" keeps the fixed 2 ms.
+    # is the 27 first fires above (MEASURED_FIRST_FIRES_MS); "workerd" draws from QUIET_LATENESS_MS.
     # On the same build a re-arm at the running alarm's own time was reported to stall (workerd issue 6866),
     # and ctx.id.name was present in a cold-woken alarm() under both compatibility dates tried (see Profile)
     "workerd-local": Profile(name="workerd-local", idle_evict_ms=10_000, version="1.20261117.1",

@@ -222,7 +222,7 @@ def _fleet(sim: Simulation, cells: int, first_batch_at: int, spacing_ms: int, en
 
 
 @scenario("keepalive-celld-vs-workerd", "the keepalive on celld, cells going dormant mid-batch: minute-bucket wakes "
-          "fire up to ~50 s late against the 10 s rung; the same fleet on workerd fires 2 ms late", profile="celld")
+          "fire up to ~50 s late against the 10 s rung; the same fleet on workerd fires a few ms late", profile="celld")
 def keepalive_celld_vs_workerd(sim: Simulation, cells: int = 5, first_batch_at: int = 5_000, spacing_ms: int = 13_000,
                                entry_ms: int = 200, resident_ms: int | None = None,
                                compare_profile: str = "workerd") -> dict:

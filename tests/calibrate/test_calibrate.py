@@ -110,10 +110,11 @@ def _sim(name, seed=0):
 def test_simulated_probes_are_deterministic_with_exact_times():
     a, b = _sim("crash_after_effect"), _sim("crash_after_effect")
     assert strip_events(a) | {"wall_s": 0} == strip_events(b) | {"wall_s": 0}
-    assert [x["t"] for x in a["attempts"]] == [302, 2736]  # 300 + 2 ms latency; + 2000 + 434 ms jitter (seed 0)
+    # seed 0: 300 + a 1 ms draw of the measured fire latency; then 2000 ms + 432 ms jitter + another 1 ms draw
+    assert [x["t"] for x in a["attempts"]] == [301, 2734]
     assert a["retry_counts"] == [0, 1] and a["effect_count"] == 2
     ex = _sim("exhaustion")
-    assert ex["attempt_t_s"] == [0.302, 2.736, 7.132, 16.686, 36.334, 71.781, 136.446]
+    assert ex["attempt_t_s"] == [0.301, 2.734, 7.129, 16.682, 36.329, 71.776, 136.44]
     assert ex["attempts_after_exhaustion"] == 0 and ex["alarm_after"] is None
 
 
@@ -121,14 +122,14 @@ def test_simulated_wake_of_an_evicted_object_fires_once_and_the_constructor_keep
     # observed on workerd: evicted after ~10 s idle; the alarm rebuilds it; the constructor's
     # getAlarm() shows the stored time, so "moves only earlier" keeps it and alarm() runs once
     r = _sim("wake_evicted")
-    assert r["constructs_t"] == [0, 15_002]
-    assert [a["t"] for a in r["attempts"]] == [15_002]
+    assert r["constructs_t"] == [0, 15_001]  # 1 ms late: seed 0's draw
+    assert [a["t"] for a in r["attempts"]] == [15_001]
     assert r["constructor_ensure"] == [{"src": "construct", "next": 15_000, "current": 15_000, "action": "keep"}]
 
 
 def test_simulated_stop_and_start_take_the_runtime_down_for_the_time_slept():
     r = _sim("restart_past_due")
-    assert (r["restart_at"], r["restart_began"], r["fire_minus_scheduled_ms"]) == (-1000, 1000, [1002])
+    assert (r["restart_at"], r["restart_began"], r["fire_minus_scheduled_ms"]) == (-1000, 1000, [1001])
 
 
 def _sim_as_catalogued(name, seed=0, **changes):
@@ -148,8 +149,8 @@ def test_new_behaviour_probes_are_simulated_under_workerd_local_at_the_twins_com
 def test_simulated_cold_wake_keeps_the_name_on_workerd_local_and_loses_it_before_the_compat_date():
     r = _sim_as_catalogued("cold_name")
     obj = r["obj"]
-    assert r["constructs_t"] == [0, 15_001]  # evicted after 10 s idle; rebuilt by the alarm, 1 ms late (seed 0)
-    assert [a["t"] for a in r["attempts"]] == [15_001] and r["rebuilt_for_the_alarm"] is True
+    assert r["constructs_t"] == [0, 15_000]  # evicted after 10 s idle; rebuilt by the alarm, 0 ms late (seed 0)
+    assert [a["t"] for a in r["attempts"]] == [15_000] and r["rebuilt_for_the_alarm"] is True
     assert r["name_in_constructor"] == [obj, obj] and r["name_in_alarm"] == [obj]
     # production's rule (profile workerd): before id_name_since (2026-03-15) a cold-woken instance has no name
     assert _sim_as_catalogued("cold_name_2026_01")["name_in_alarm"] == [obj]  # workerd-local: id_name_since=None
@@ -163,15 +164,20 @@ def test_simulated_cold_wake_keeps_the_name_on_workerd_local_and_loses_it_before
 @pytest.mark.parametrize("name", ["rearm_now", "rearm_scheduled"])
 def test_simulated_rearm_chain_stalls_only_where_a_run_started_in_its_scheduled_millisecond(name):
     r = _sim_as_catalogued(name)
-    # workerd-local's seeded latency draws (seed 0): 1, 2, 1, 0 ms; the 0 ms start re-arms at its own
-    # scheduledTime, which stays stored and never fires (rearm_at_now="same-time-unfired")
-    assert [(a["t"], a["scheduled"]) for a in r["attempts"]] == [(101, 100), (103, 101), (104, 103), (104, 104)]
-    assert [x["same_time"] for x in r["rearms"]] == [False, False, False, True]
-    assert (r["fires"], r["fires_by_the_rule"], r["alarm_after"], r["overdue_after_ms"]) == (4, 4, 104, 2_896)
+    # workerd-local's seeded latency draws (seed 0): 0 ms first; that start re-arms at its own scheduledTime,
+    # which stays stored and never fires (rearm_at_now="same-time-unfired")
+    assert [(a["t"], a["scheduled"]) for a in r["attempts"]] == [(100, 100)]
+    assert [x["same_time"] for x in r["rearms"]] == [True]
+    assert (r["fires"], r["fires_by_the_rule"], r["alarm_after"], r["overdue_after_ms"]) == (1, 1, 100, 2_900)
     assert compare_results(name, r, r).match
-    # production's "fires" (and its fixed 2 ms latency): the whole chain runs, nothing stays stored
+    # seed 5's draws (1, 2, 2, 3, 1, 1 ms) never start a run in its scheduled millisecond: the chain runs
+    later = _sim_as_catalogued(name, seed=5)
+    assert [(a["t"], a["scheduled"]) for a in later["attempts"]] == [
+        (101, 100), (103, 101), (105, 103), (108, 105), (109, 108), (110, 109)]
+    # production's "fires" (and its measured latency, seed 0's draws 1, 1, 1, 1, 1, 2 ms): the whole chain
+    # runs, nothing stays stored
     prod = _sim_as_catalogued(name, profile="workerd")
-    assert [a["t"] for a in prod["attempts"]] == [102, 104, 106, 108, 110, 112]
+    assert [a["t"] for a in prod["attempts"]] == [101, 102, 103, 104, 105, 107]
     assert (prod["fires"], prod["fires_by_the_rule"], prod["alarm_after"]) == (6, 6, None)
 
 
@@ -206,7 +212,7 @@ def test_timings_must_be_in_band_on_both_sides():
     late["retry_after_throw_ms"] = 2_800  # past 2000 + 500 jitter + 250 ms allowance
     v = compare_results("crash_after_effect", late, real)
     [bad] = v.mismatches
-    assert (bad.name, bad.band, bad.observed, bad.simulated) == ("retry wait after the throw", (2000, 2750), 2800, 2434)
+    assert (bad.name, bad.band, bad.observed, bad.simulated) == ("retry wait after the throw", (2000, 2750), 2800, 2433)
     assert compare_results("crash_after_effect", late, real, Bands(latency_ms=300)).match
     assert Bands().retry(5) == (64_000, 80_250)
     early = json.loads(json.dumps(real))

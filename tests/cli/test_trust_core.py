@@ -360,7 +360,7 @@ def test_run_until_keeps_the_time_budget():
         async def alarm(self, info):
             await self.ctx.storage.set_alarm(info.scheduled_time + 1_000)
 
-    sim = Simulation(time_limit_ms=10_000)
+    sim = Simulation(time_limit_ms=10_000, fire_latency="exact")  # each fire 2 ms late: the budget is the subject
     sim.call(sim.namespace("NS", Loop).get("a").arm(1_000))
     with pytest.raises(RunawayError, match=r"^stopped at virtual time 9,002 ms: the next event, at 10,002 ms, is more "
                                            r"than time_limit_ms=10,000 after this run started at 0 ms; .*"
@@ -469,11 +469,11 @@ def test_a_worker_that_exits_or_raises_keyboard_interrupt_is_never_a_success_nor
     err = capsys.readouterr().err
     assert code == 2, err
     assert err == (f"alarmkit: error: worker: the code it ran {said} (raised in the simulated code of object a (alarm) "
-                   "at 1,002 ms); the run stopped there, unfinished (the object is journaled as crashed, what ran "
+                   "at 1,001 ms); the run stopped there, unfinished (the object is journaled as crashed, what ran "
                    "before is kept). Let the handler return or raise an ordinary exception instead\n")
     crash = duckdb.connect(str(db), read_only=True).execute(
         "SELECT t_ms, detail FROM events WHERE kind = 'crash'").fetchall()
-    assert [(t, json.loads(d)["reason"]) for t, d in crash] == [(1_002, f"interrupted: {exc} in alarm")]
+    assert [(t, json.loads(d)["reason"]) for t, d in crash] == [(1_001, f"interrupted: {exc} in alarm")]
 
 
 def test_sys_exit_in_a_workers_entrypoint_is_an_error_outside_any_object(tmp_path, capsys):

@@ -12,12 +12,15 @@ from alarmkit.errors import SqlError
 from alarmkit.scenarios.antipatterns import NoRevival
 from alarmkit.scenarios.lease import LeaseLedger
 
+# these tests are about fault plans, not fire lateness: simulations here take fire_latency="exact"
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+
 LAT = 2  # workerd profile: fixed 2 ms fire latency
 
 
 def ledger_run(plan, seed=0, until=400_000, journal=None, cls=LeaseLedger):
     """One lease of 1 s on the lease ledger, run under ``plan``."""
-    sim = Simulation(seed=seed, faults=plan, journal=journal)
+    sim = Simulation(seed=seed, faults=plan, journal=journal, fire_latency="exact")
     led = sim.namespace("LEASES", cls).get("ledger")
     sim.call(led.grant("a", 1_000))
     sim.run(until=until)
@@ -118,7 +121,7 @@ def test_crash_right_after_a_named_effect():
 
 def test_crash_points_name_rpcs_and_constructors_by_their_ordinal():
     plan = FaultPlan(crashes=[{"task": "rpc:grant", "invocation": 1, "at_await": 1}])
-    sim = Simulation(seed=0, faults=plan)
+    sim = Simulation(seed=0, faults=plan, fire_latency="exact")
     led = sim.namespace("LEASES", LeaseLedger).get("ledger")
     with pytest.raises(Exception, match="crashed: injected at await 1 of rpc:grant"):
         sim.call(led.grant("a", 1_000))

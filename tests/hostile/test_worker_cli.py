@@ -207,7 +207,7 @@ def test_the_generated_drives_reach_the_worker(project, capsys):
                                        {"after": 1, "fetch": "http://h/\x1b"}], "until": 3000}))
     rc, out, err = run(capsys, ["worker", str(project / "w.py"), "--bind", "BOX=Box", "--drive", str(d)])
     check(rc, out, err)
-    assert rc == 0 and "alarm() at      1002 ms" in out and "BOX:\\u202eb.put" in out
+    assert rc == 0 and "alarm() at      1001 ms" in out and "BOX:\\u202eb.put" in out  # 1 ms late: seed 0's draw
 
 
 @pytest.mark.parametrize("name", ["__class__", "__dict__"])

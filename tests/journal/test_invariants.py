@@ -4,6 +4,11 @@ import pytest
 
 from alarmkit import AlarmkitError, FaultPlan, Journal, check, check_run, run_scenario
 from alarmkit.journal.invariants import INVARIANTS
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the invariants, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 DUES = {"lease-0": 30_000, "lease-1": 90_000, "lease-2": 15_000, "lease-3": 240_000, "lease-4": 105_000,
         "lease-5": 170_000}
@@ -14,7 +19,7 @@ def row(seq, t, kind, obj="o", sched=None, prev=None, retry=None, detail=None):
 
 
 def test_the_correct_ledger_owes_six_revokes_and_does_each_two_ms_after_due():
-    rep = check(run_scenario("lease-ledger", seed=0))
+    rep = check(run_scenario("lease-ledger", seed=0, profile=EXACT))
     assert rep.ok and rep.violations == []
     t = rep.table()
     assert dict(zip(t["key"], t["due_ms"])) == DUES
@@ -24,7 +29,7 @@ def test_the_correct_ledger_owes_six_revokes_and_does_each_two_ms_after_due():
 
 
 def test_duplicates_of_an_idempotent_effect_are_reported_not_failures():
-    r = run_scenario("lease-ledger", seed=0, faults=FaultPlan(effect_throws=[{"effect": "revoke"}]))
+    r = run_scenario("lease-ledger", seed=0, faults=FaultPlan(effect_throws=[{"effect": "revoke"}]), profile=EXACT)
     rep = check(r)
     assert rep.ok
     assert rep.duplicates == [{"object": "ledger", "effect": "revoke", "key": "lease-2", "count": 2}]
@@ -32,7 +37,7 @@ def test_duplicates_of_an_idempotent_effect_are_reported_not_failures():
 
 
 def test_exhaustion_without_revival_is_lost_with_when_and_why():
-    r = run_scenario("lease-no-revival", seed=0, faults=FaultPlan(handler_throws=[1, 2, 3, 4, 5, 6, 7]))
+    r = run_scenario("lease-no-revival", seed=0, faults=FaultPlan(handler_throws=[1, 2, 3, 4, 5, 6, 7]), profile=EXACT)
     rep = check(r)
     assert [v.invariant for v in rep.violations] == ["lost"] * 6
     lost = {o["key"]: o["why"] for o in rep.lost}
@@ -44,7 +49,7 @@ def test_exhaustion_without_revival_is_lost_with_when_and_why():
 
 
 def test_faults_that_never_stop_leave_work_stuck_not_lost():
-    r = run_scenario("lease-ledger", seed=0, faults=FaultPlan(handler_throws="always"))
+    r = run_scenario("lease-ledger", seed=0, faults=FaultPlan(handler_throws="always"), profile=EXACT)
     rep = check(r)
     assert rep.ok and len(rep.stuck) == 6 and rep.summary()["done"] == 0
     assert "overdue since 15.000 s at the horizon 2400.000 s: nothing woke the object after the last fault" in (
@@ -78,7 +83,7 @@ def test_early_effect_reading_the_clock_revokes_a_valid_lease():
     # the second alarm() (after its revoke ran, before its DELETE) still make a run revoke a valid lease
     plan = FaultPlan(crashes=[{"task": "alarm", "invocation": 2, "at_await": 1}],
                      latency={"kind": "failover", "lo": 1, "hi": 5, "p": 0.44})
-    rep = check(run_scenario("lease-reads-clock", seed=0, faults=plan))
+    rep = check(run_scenario("lease-reads-clock", seed=0, faults=plan, profile=EXACT))
     (v,) = rep.violations
     assert (v.invariant, v.object, v.key, v.t_ms) == ("early_effect", "ledger", "lease-1", 51_016)
     assert v.message == "revoke('lease-1') ran at 51.016 s, 38.984 s before it was due at 90.000 s"
@@ -100,7 +105,7 @@ def test_early_fire_and_concurrent_alarm_from_events():
 
 
 def test_alarm_as_data_pushes_the_alarm_past_an_owed_lease_and_loses_it():
-    rep = check(run_scenario("lease-alarm-as-data", seed=0))
+    rep = check(run_scenario("lease-alarm-as-data", seed=0, profile=EXACT))
     pushed = [v for v in rep.violations if v.invariant == "alarm_pushed_past_due"]
     assert pushed[0].message == ("at 40.000 s the user code armed the alarm for 240.000 s, 200.000 s after "
                                  "revoke('lease-0') was due (30.000 s)")
@@ -117,7 +122,7 @@ def test_platform_arms_retries_reloads_duplicates_are_not_pushes():
 
 
 def test_get_alarm_in_the_handler_drops_the_wakeup():
-    rep = check(run_scenario("lease-getalarm-in-handler", seed=0))
+    rep = check(run_scenario("lease-getalarm-in-handler", seed=0, profile=EXACT))
     first = rep.violations[0]
     assert first.invariant == "dropped_wakeup" and first.t_ms == 15_002
     assert first.message == ("alarm() finished at 15.002 s with 2 obligation(s) owed, the first revoke('lease-0') "
@@ -126,7 +131,7 @@ def test_get_alarm_in_the_handler_drops_the_wakeup():
 
 
 def test_late_is_checked_only_against_a_bound():
-    r = run_scenario("lease-ledger", seed=0, faults=FaultPlan(latency=45_000))
+    r = run_scenario("lease-ledger", seed=0, faults=FaultPlan(latency=45_000), profile=EXACT)
     assert check(r).ok and check(r).summary()["max_late_ms"] == 45_000
     vs = check(r, max_late_ms=30_000).violations
     # lease-0 and lease-4 ride along with a later lease's fire: exactly 30 s late, within the bound
@@ -136,15 +141,15 @@ def test_late_is_checked_only_against_a_bound():
 
 def test_a_journal_frame_and_the_simulation_rows_give_the_same_report():
     plan = FaultPlan(handler_throws=[1, 2, 3, 4, 5, 6, 7])
-    plain = check(run_scenario("lease-no-revival", seed=3, faults=plan))
+    plain = check(run_scenario("lease-no-revival", seed=3, faults=plan, profile=EXACT))
     with Journal() as j:
-        journaled = check(run_scenario("lease-no-revival", seed=3, faults=plan, journal=j))
+        journaled = check(run_scenario("lease-no-revival", seed=3, faults=plan, journal=j, profile=EXACT))
     assert journaled.violations == plain.violations
     assert journaled.obligations == plain.obligations
 
 
 def test_invariants_can_be_chosen_and_unknown_names_are_refused():
-    r = run_scenario("lease-alarm-as-data", seed=0)
+    r = run_scenario("lease-alarm-as-data", seed=0, profile=EXACT)
     assert {v.invariant for v in check(r, invariants=["lost"]).violations} == {"lost"}
     with pytest.raises(AlarmkitError, match=r"^unknown invariant 'lots'; known: \["):
         check(r, invariants=["lots"])

@@ -10,13 +10,18 @@ import pytest
 from alarmkit import AlarmkitError, DurableObject, Journal, JournalLocked, Simulation, run_scenario
 from alarmkit.scenarios.lease import LeaseLab
 from alarmkit.journal import EVENT_COLUMNS
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the journal, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 
 def test_events_and_runs_tables_on_disk(tmp_path):
     path = tmp_path / "journal.duckdb"
     with Journal(path) as j:
-        a = run_scenario("lease-normal", seed=5, journal=j)
-        b = run_scenario("lease-exhaustion", seed=6, journal=j)
+        a = run_scenario("lease-normal", seed=5, journal=j, profile=EXACT)
+        b = run_scenario("lease-exhaustion", seed=6, journal=j, profile=EXACT)
     con = duckdb.connect(str(path), read_only=True)
     cols = [c[0] for c in con.execute("DESCRIBE events").fetchall()]
     assert cols[:3] == ["run_id", "seq", "t_ms"]
@@ -36,7 +41,7 @@ def test_events_and_runs_tables_on_disk(tmp_path):
 
 def test_events_frame_has_json_detail_and_nullable_ints():
     with Journal() as j:
-        r = run_scenario("lease-crash-after-effect", seed=1, journal=j)
+        r = run_scenario("lease-crash-after-effect", seed=1, journal=j, profile=EXACT)
         ev = j.events(r.run_id)
     assert str(ev["scheduled_ms"].dtype) == "Int64"
     assert ev["seq"].tolist() == list(range(1, len(ev) + 1))
@@ -49,7 +54,7 @@ def test_events_are_written_in_batches_not_row_by_row(tmp_path, monkeypatch):
     j = Journal(tmp_path / "b.duckdb", batch_size=10)
     real = j.write_events
     monkeypatch.setattr(j, "write_events", lambda run_id, rows: (calls.append(len(rows)), real(run_id, rows)))
-    r = run_scenario("lease-revival", seed=1, journal=j)
+    r = run_scenario("lease-revival", seed=1, journal=j, profile=EXACT)
     assert calls[:-1] == [10] * (len(calls) - 1) and 0 < calls[-1] <= 10
     assert sum(calls) == r.event_count == len(j.events(r.run_id))
     j.close()
@@ -58,7 +63,7 @@ def test_events_are_written_in_batches_not_row_by_row(tmp_path, monkeypatch):
 def _ledger(path, grant_ms):
     """A journal on disk, a simulation writing to it, one ledger granted lease "a"."""
     j = Journal(path)
-    sim = Simulation(journal=j, scenario=path.stem)
+    sim = Simulation(journal=j, scenario=path.stem, fire_latency="exact")
     ledger = sim.namespace("LEASES", LeaseLab).get("x")
     sim.call(ledger.grant("a", grant_ms))
     return j, sim, ledger
@@ -110,7 +115,7 @@ def test_a_file_that_is_not_duckdb_is_a_clear_error(tmp_path):
 
 def test_unknown_run_lists_the_known_ones():
     with Journal() as j:
-        run_scenario("lease-normal", journal=j)
+        run_scenario("lease-normal", journal=j, profile=EXACT)
         with pytest.raises(AlarmkitError, match=r"^no run 7 in the journal; runs here: \[1\]$"):
             j.run(7)
 
@@ -118,7 +123,7 @@ def test_unknown_run_lists_the_known_ones():
 def test_buffered_rows_round_trip_through_arrow_and_duckdb(tmp_path):
     # the runtime buffers events as a flat list with host codes and pre-formatted JSON; what the
     # checkers read (sim.rows), the in-memory frame and the journal must be the same events
-    sim = Simulation(seed=3, scenario="rt")
+    sim = Simulation(seed=3, scenario="rt", fire_latency="exact")
     ledger = sim.namespace("LEASES", LeaseLab).get("x")
     sim.call(ledger.grant("a", 300))
     sim.log("deploy", None, None, None, None, {"version": "v<2>", "hosts": ("a", "b")})
@@ -147,7 +152,7 @@ def test_buffered_rows_round_trip_through_arrow_and_duckdb(tmp_path):
 
 def test_seq_continues_across_flushes(tmp_path):
     j = Journal(tmp_path / "seq.duckdb", batch_size=7)
-    r = run_scenario("lease-normal", seed=1, journal=j)
+    r = run_scenario("lease-normal", seed=1, journal=j, profile=EXACT)
     seqs = j.events(r.run_id)["seq"].tolist()
     assert seqs == list(range(1, r.event_count + 1)) and r.event_count > 7
     j.close()
@@ -214,7 +219,7 @@ def test_buffer_flushes_at_batch_size_during_a_run(tmp_path):
     sizes = []
     real = j.write_events
     j.write_events = lambda run_id, rows: (sizes.append(len(rows)), real(run_id, rows))
-    sim = Simulation(journal=j)
+    sim = Simulation(journal=j, fire_latency="exact")
     sim.call(sim.namespace("R", Rearm).get("a").start())
     sim.run()
     assert len(sim.buffer.data) // WIDTH < 50  # what is left was not flushed yet
@@ -230,12 +235,12 @@ def test_buffer_flushes_at_batch_size_during_a_run(tmp_path):
 def test_a_read_only_journal_reads_and_refuses_to_write(tmp_path):
     path = tmp_path / "j.duckdb"
     with Journal(path) as j:
-        run_scenario("lease-normal", seed=5, journal=j)
+        run_scenario("lease-normal", seed=5, journal=j, profile=EXACT)
     before = path.read_bytes()
     with Journal(path, read_only=True) as r:
         assert list(r.runs()["scenario"]) == ["lease-normal"]
         with pytest.raises(AlarmkitError, match=r"^journal .*j.duckdb was opened read-only, so it cannot start a run;"):
-            run_scenario("lease-normal", seed=5, journal=r)
+            run_scenario("lease-normal", seed=5, journal=r, profile=EXACT)
         with pytest.raises(AlarmkitError, match=r"^journal .*was opened read-only, so it cannot clear;"):
             r.clear()
     assert path.read_bytes() == before
@@ -265,13 +270,13 @@ def test_a_duckdb_file_with_other_tables_is_refused_and_left_as_it_was(tmp_path)
 def test_clear_drops_runs_and_events_and_keeps_other_tables(tmp_path):
     path = tmp_path / "j.duckdb"
     with Journal(path) as j:
-        run_scenario("lease-normal", seed=5, journal=j)
-        run_scenario("lease-normal", seed=6, journal=j)
+        run_scenario("lease-normal", seed=5, journal=j, profile=EXACT)
+        run_scenario("lease-normal", seed=6, journal=j, profile=EXACT)
         j.con.execute("CREATE TABLE notes (text TEXT)")
         j.con.execute("INSERT INTO notes VALUES ('mine')")
         assert j.clear() == 2
         assert j.runs().empty and j.events().empty
-        assert run_scenario("lease-normal", seed=5, journal=j).run_id == 1
+        assert run_scenario("lease-normal", seed=5, journal=j, profile=EXACT).run_id == 1
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT * FROM notes").fetchall() == [("mine",)]
 

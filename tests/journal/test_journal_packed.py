@@ -13,6 +13,11 @@ import pytest
 
 from alarmkit import Journal, run_scenario
 from alarmkit.journal import EVENT_COLUMNS
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the journal's layout, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "journal-rendered.duckdb"
 RUNS = [("lease-normal", 0), ("prod-runaway-internal-errors", 1), ("guestbook-crash-loop", 0)]
@@ -41,7 +46,7 @@ def new_journal(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("packed") / "new.duckdb"
     with Journal(path) as j:
         for name, seed in RUNS:
-            run_scenario(name, seed=seed, journal=j)
+            run_scenario(name, seed=seed, journal=j, profile=EXACT)
     return path
 
 
@@ -87,9 +92,9 @@ def test_an_old_journal_keeps_its_layout_and_takes_new_runs_rendered(tmp_path):
     shutil.copyfile(OLD, path)
     before = _rows(path)
     with Journal(path) as j:
-        r = run_scenario("lease-normal", seed=0, journal=j)
+        r = run_scenario("lease-normal", seed=0, journal=j, profile=EXACT)
         j.add_runs([{"scenario": "s", "profile": "workerd", "seed": 1, "params": {},
-                     "events": run_scenario("lease-normal", seed=0).sim.rows}])
+                     "events": run_scenario("lease-normal", seed=0, profile=EXACT).sim.rows}])
     assert _tables(path) == {"runs": "BASE TABLE", "events": "BASE TABLE"}
     after = _rows(path)
     assert after[:len(before)] == before  # nothing already there changed
@@ -108,7 +113,7 @@ def test_sql_inserting_into_a_new_journals_events_table_keeps_that_layout(tmp_pa
         old.close()
         j.con.execute("INSERT INTO events SELECT * FROM df")
         j.start_run("lease-normal", "workerd", 0, {})
-        r = run_scenario("lease-normal", seed=0, journal=j)
+        r = run_scenario("lease-normal", seed=0, journal=j, profile=EXACT)
     assert _tables(path)["events"] == "BASE TABLE" and "event_rows" not in _tables(path)
     rows = _rows(path)
     assert [x[1:] for x in rows if x[0] == 1] == [x[1:] for x in rows if x[0] == r.run_id]
@@ -117,13 +122,13 @@ def test_sql_inserting_into_a_new_journals_events_table_keeps_that_layout(tmp_pa
 def test_add_runs_and_clear_on_the_packed_layout(tmp_path, new_journal):
     path = tmp_path / "chunk.duckdb"
     runs = [{"scenario": name, "profile": "workerd", "seed": seed, "params": {},
-             "events": run_scenario(name, seed=seed).sim.rows} for name, seed in RUNS]
+             "events": run_scenario(name, seed=seed, profile=EXACT).sim.rows} for name, seed in RUNS]
     with Journal(path) as j:
         assert j.add_runs(runs) == [1, 2, 3]
         assert _rows_of(j) == _rows(new_journal)
         assert j.clear() == 3 and j.events().empty
         assert set(_tables_of(j)) == {"runs", "events"}  # an empty journal: events a table again
-        run_scenario("lease-normal", seed=0, journal=j)
+        run_scenario("lease-normal", seed=0, journal=j, profile=EXACT)
         assert _tables_of(j)["events"] == "VIEW"
         assert _rows_of(j) == [x for x in _rows(new_journal) if x[0] == 1]
 

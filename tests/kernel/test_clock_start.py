@@ -6,6 +6,10 @@ import alarmkit as ak
 from alarmkit.viz import plots
 from alarmkit.viz._align import since_clock_start
 
+# these tests are about the clock's start, not fire lateness:
+# every simulation here takes fire_latency="exact" (each fire 2 ms late) so that the times read as
+# round numbers; tests/runtime/test_latency_measured.py covers the workerd profile's measured default
+
 EPOCH = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
@@ -19,7 +23,7 @@ class Past(ak.DurableObject):
 
 
 def test_a_clock_at_a_real_epoch_takes_a_past_alarm_time():
-    sim = ak.Simulation(start_ms=EPOCH, seed=0)
+    sim = ak.Simulation(start_ms=EPOCH, seed=0, fire_latency="exact")
     assert sim.now == EPOCH
     p = sim.namespace("P", Past).get("p")
     assert sim.call(p.arm_past(1_000)) == EPOCH  # stored as max(t, now), as workerd does
@@ -31,7 +35,7 @@ def test_a_clock_at_a_real_epoch_takes_a_past_alarm_time():
 
 
 def test_at_zero_the_same_call_is_refused_as_before_and_no_clock_start_is_journaled():
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     p = sim.namespace("P", Past).get("p")
     with pytest.raises(ak.AlarmTimeError):
         sim.call(p.arm_past(1_000))
@@ -40,7 +44,7 @@ def test_at_zero_the_same_call_is_refused_as_before_and_no_clock_start_is_journa
 
 def test_figures_show_time_since_the_start():
     def run(start):
-        sim = ak.Simulation(start_ms=start, seed=0)
+        sim = ak.Simulation(start_ms=start, seed=0, fire_latency="exact")
         p = sim.namespace("P", Past).get("p")
         sim.call_at(start + 500, lambda: sim.spawn(p.arm_past(0)))
         sim.run()
@@ -59,7 +63,7 @@ def test_figures_show_time_since_the_start():
 
 
 def test_configure_still_works_after_the_clock_start_row():
-    sim = ak.Simulation(start_ms=EPOCH, seed=0)
+    sim = ak.Simulation(start_ms=EPOCH, seed=0, fire_latency="exact")
     sim.configure(fire_latency=0)
     assert sim.profile.fire_latency.ms == 0
 

@@ -14,6 +14,11 @@ from alarmkit import Journal, run_scenario
 from alarmkit.errors import AlarmkitError
 from alarmkit.journal import rows_to_frame
 from alarmkit.realruns.perfetto import export_perfetto, trace_events
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the Perfetto export, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 ROOT = Path(__file__).resolve().parents[2]
 PHASES = {"X", "i", "M", "s", "f"}
@@ -51,7 +56,7 @@ def assert_valid(trace: dict) -> None:
 
 def test_exhaustion_run_is_seven_failed_alarm_slices_with_seven_arrows():
     j = Journal()
-    r = run_scenario("lease-exhaustion", journal=j)
+    r = run_scenario("lease-exhaustion", journal=j, profile=EXACT)
     trace = trace_events(j.events(r.run_id), {r.run_id: j.run(r.run_id)})
     assert_valid(trace)
     evs = trace["traceEvents"]
@@ -101,8 +106,8 @@ def test_empty_or_foreign_frames_are_refused():
 
 def test_export_perfetto_writes_two_runs_as_two_processes(tmp_path):
     with Journal(tmp_path / "j.duckdb") as j:
-        a = run_scenario("lease-normal", journal=j).run_id
-        b = run_scenario("lease-crash-after-effect", journal=j).run_id
+        a = run_scenario("lease-normal", journal=j, profile=EXACT).run_id
+        b = run_scenario("lease-crash-after-effect", journal=j, profile=EXACT).run_id
         out = export_perfetto(j, [a, b], tmp_path / "t.json")
     trace = json.loads(out.read_text())
     assert_valid(trace)
@@ -119,7 +124,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_cli_export_format_perfetto_and_its_errors(tmp_path):
     with Journal(tmp_path / "j.duckdb") as j:
-        run_scenario("lease-exhaustion", journal=j)
+        run_scenario("lease-exhaustion", journal=j, profile=EXACT)
     ok = _cli("export", "--db", "j.duckdb", "--run", "1", "--format", "perfetto", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("wrote run-1.perfetto.json")

@@ -8,6 +8,10 @@ from alarmkit.runtime._facets import ACTOR_BROKEN_MESSAGE, FACET_BROKEN_MESSAGE
 from alarmkit.errors import FacetBroken, FacetsUnavailable
 from alarmkit.runtime.facets import AlarmProxyParent, facet_alarm_state
 
+# facets ride the parent's alarm; their subject is not fire lateness:
+# every simulation here takes fire_latency="exact" (each fire 2 ms late) so that the times read as
+# round numbers; tests/runtime/test_latency_measured.py covers the workerd profile's measured default
+
 
 def kinds(sim, *names):
     ev = sim.events()
@@ -87,7 +91,7 @@ class Parent(ak.DurableObject):
 
 
 def parent(profile="workerd", **kw):
-    sim = ak.Simulation(profile=profile, **kw)
+    sim = ak.Simulation(profile=profile, **kw, fire_latency="exact")
     return sim, sim.namespace("PARENT", Parent).get("p")
 
 
@@ -136,7 +140,7 @@ def test_the_inside_view_set_alarm_resolves_and_get_alarm_shows_the_time():
         async def go(self):
             return await self.ctx.facets.get("f", lambda: Inside).try_set_alarm(750)
 
-    sim = ak.Simulation()
+    sim = ak.Simulation(fire_latency="exact")
     with pytest.raises(FacetBroken, match=r"^Facets currently cannot set alarms\.$"):
         sim.call(sim.namespace("P", P).get("p").go())
     assert seen == {"get_alarm_after": 750, "t": 0}
@@ -198,7 +202,7 @@ def test_a_facet_stub_dies_with_the_parent_instance_that_gave_it():
         async def stub(self):
             return self.ctx.facets.get("f", lambda: Probe)
 
-    sim = ak.Simulation()
+    sim = ak.Simulation(fire_latency="exact")
     p = sim.namespace("P", P).get("p")
     f = sim.call(p.stub())
     assert sim.call(f.ping())["pong"] is True
@@ -215,7 +219,7 @@ def test_abort_fails_calls_in_flight_and_keeps_storage_delete_wipes_it():
         async def delete(self, name):
             self.ctx.facets.delete(name)
 
-    sim = ak.Simulation()
+    sim = ak.Simulation(fire_latency="exact")
     p = sim.namespace("P", P).get("p")
     sim.call(p.call("f1", "note", "kept"))
     napping = sim.kernel.spawn(p.call("f1", "nap", 1_000))
@@ -233,7 +237,7 @@ def test_a_bad_factory_says_what_to_return():
         async def go(self):
             return self.ctx.facets.get("f", lambda: "Probe")
 
-    sim = ak.Simulation()
+    sim = ak.Simulation(fire_latency="exact")
     with pytest.raises(ak.AlarmkitError, match=r"^ctx\.facets\.get\('f', factory\): the factory gave 'Probe'"):
         sim.call(sim.namespace("P", P).get("p").go())
 
@@ -273,7 +277,7 @@ class Host(AlarmProxyParent):
 @pytest.fixture
 def proxied():
     FIRED.clear()
-    sim = ak.Simulation(profile="workerd", jitter_factor=0.0)
+    sim = ak.Simulation(profile="workerd", jitter_factor=0.0, fire_latency="exact")
     return sim, sim.namespace("HOST", Host).get("h")
 
 
@@ -344,7 +348,7 @@ def test_the_proxy_refuses_misuse_with_the_way_out():
         async def facet_arm(self):
             return await self.ctx.facets.get("w", lambda: Worker).arm(100)
 
-    sim = ak.Simulation()
+    sim = ak.Simulation(fire_latency="exact")
     plain = sim.namespace("PLAIN", Plain).get("p")
     with pytest.raises(ak.AlarmkitError, match=r"^facet_alarm_state: p is a root object, whose own alarms work"):
         sim.call(plain.arm())
@@ -389,6 +393,6 @@ def test_one_cell_per_parent_a_second_facet_cannot_take_a_pending_alarm():
             await self.facet("worker").arm(1_000)
             return await self.facet("second").arm(2_000)
 
-    sim = ak.Simulation()
+    sim = ak.Simulation(fire_latency="exact")
     with pytest.raises(ak.AlarmkitError, match=r"^the alarm proxy of h holds one alarm, owned by facet 'worker'"):
         sim.call(sim.namespace("H4", H).get("h").both())

@@ -15,6 +15,10 @@ import alarmkit.runtime._host as host_module
 from alarmkit import DurableObject, FaultPlan, FaultPlanError, Faults, Journal, Profile, Simulation, UncountedFailure
 from alarmkit.errors import InvalidValue, JournalWriteError, RunawayError
 
+# these tests are about refused values, lost rows and runaway work, not fire lateness:
+# every simulation here takes fire_latency="exact" (each fire 2 ms late) so that the times read as
+# round numbers; tests/runtime/test_latency_measured.py covers the workerd profile's measured default
+
 MAX = 2**53
 RANGE = r"an int of ms in 0\.\.2\*\*53 \(9,007,199,254,740,992, JavaScript's largest safe integer\)"
 
@@ -40,7 +44,7 @@ class Obj(DurableObject):
 
 
 def _sim(**kw):
-    sim = Simulation(**kw)
+    sim = Simulation(**kw, fire_latency="exact")
     return sim, sim.namespace("NS", Obj).get("a")
 
 
@@ -140,7 +144,7 @@ def test_an_error_message_with_a_lone_surrogate_is_journaled_visibly_not_lost():
             raise ValueError("bad \ud800 byte")
 
     journal = Journal()
-    sim = Simulation(journal=journal, retry_max_tries=0)
+    sim = Simulation(journal=journal, retry_max_tries=0, fire_latency="exact")
     sim.call(sim.namespace("B", Bad).get("b").arm())
     sim.run()
     sim.close()
@@ -209,7 +213,7 @@ def test_a_row_no_column_can_hold_is_kept_with_its_batch_and_the_error_says_wher
 def test_a_bad_name_forced_past_the_check_is_kept_unchanged(monkeypatch):
     monkeypatch.setattr(host_module, "text", lambda what, value: value)  # the check, switched off
     journal = Journal()
-    sim = Simulation(journal=journal)
+    sim = Simulation(journal=journal, fire_latency="exact")
     sim.call(sim.namespace("NS", Obj).get("\ud800").arm(50))
     with pytest.raises(JournalWriteError, match=r"could not be converted for DuckDB .*; 3 events are kept in journal\.unwritten .*in this process only"):
         sim.close()
@@ -291,7 +295,7 @@ class Spinner(DurableObject):
 
 def test_a_handler_looping_on_storage_get_stops_at_the_default_budget_and_the_run_can_close():
     journal = Journal()
-    sim = Simulation(journal=journal)
+    sim = Simulation(journal=journal, fire_latency="exact")
     s = sim.namespace("S", Spinner).get("s")
     sim.call(s.arm(500))
     with pytest.raises(RunawayError, match=r"^stopped at virtual time 502 ms after 100,000 steps with the clock standing "
@@ -309,7 +313,7 @@ def test_a_sleep_zero_loop_stops_too():
             while True:
                 await self.ctx.sleep(0)  # timers at one instant
 
-    sim = Simulation(step_limit=300)
+    sim = Simulation(step_limit=300, fire_latency="exact")
     s = sim.namespace("S", Sleeper).get("z")
     sim.call(s.arm(10))
     with pytest.raises(RunawayError, match=r"^stopped at virtual time 12 ms after 300 steps .*: task 'alarm' of object S:z"):
@@ -325,7 +329,7 @@ class AlwaysUncounted(Faults):
 
 
 def test_a_hook_that_always_fails_uncounted_stops_at_the_time_limit_with_exact_times():
-    sim = Simulation(faults=AlwaysUncounted(), jitter_factor=0.0, time_limit_ms=100_000)
+    sim = Simulation(faults=AlwaysUncounted(), jitter_factor=0.0, time_limit_ms=100_000, fire_latency="exact")
     a = sim.namespace("NS", Obj).get("a")
     sim.call(a.arm(1_000))
     # retries back off 2, 4, 8, 16, 32 s (uncounted: the retry count stays 0), each fire 2 ms late
@@ -341,7 +345,7 @@ def test_a_hook_that_always_fails_uncounted_stops_at_the_time_limit_with_exact_t
 
 
 def test_the_default_time_limit_stops_a_never_ending_retry_loop():
-    sim = Simulation(faults=AlwaysUncounted())
+    sim = Simulation(faults=AlwaysUncounted(), fire_latency="exact")
     sim.call(sim.namespace("NS", Obj).get("a").arm(1_000))
     with pytest.raises(RunawayError, match=r"is more than time_limit_ms=31,536,000,000 \(365 days\) after this run started "
                                            r"at 0 ms; next: the next alarm\(\) delivery of object NS:a"):
@@ -397,7 +401,7 @@ def _events(sim):
 
 def test_a_keyboard_interrupt_in_alarm_is_journaled_the_alarm_stays_and_the_run_goes_on():
     journal = Journal()
-    sim = Simulation(journal=journal, jitter_factor=0.0)
+    sim = Simulation(journal=journal, jitter_factor=0.0, fire_latency="exact")
     obj = sim.namespace("I", Interruptible).get("i")
     sim.call(obj.arm(1_000))
     Interruptible.raise_in = {"alarm": KeyboardInterrupt}
@@ -429,7 +433,7 @@ def test_a_keyboard_interrupt_in_alarm_is_journaled_the_alarm_stays_and_the_run_
 
 
 def test_system_exit_in_a_sync_rpc_method_crashes_that_object_and_its_alarm_still_fires():
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     obj = sim.namespace("I", Interruptible).get("i")
     sim.call(obj.arm(5_000))
     Interruptible.raise_in = {"stop": SystemExit}
@@ -443,7 +447,7 @@ def test_system_exit_in_a_sync_rpc_method_crashes_that_object_and_its_alarm_stil
 
 
 def test_a_keyboard_interrupt_in_the_constructor_woken_by_an_alarm_does_not_wedge_it():
-    sim = Simulation(jitter_factor=0.0)
+    sim = Simulation(jitter_factor=0.0, fire_latency="exact")
     obj = sim.namespace("I", Interruptible).get("i")
     sim.call(obj.arm(1_000))
     sim.evict(obj)
@@ -490,7 +494,7 @@ def test_a_custom_event_the_journal_would_misread_or_could_not_hold_is_refused_w
     """A custom 'fire' counted as an alarm() run (and crashed run_scenario's summary without a
     retry_count); a retry_count past the INTEGER column or a text detail broke a later flush."""
     journal = Journal()
-    sim = Simulation(journal=journal)
+    sim = Simulation(journal=journal, fire_latency="exact")
     stub = sim.namespace("NS", Obj).get("a")
     kind = kwargs.pop("kind")
     with pytest.raises(InvalidValue, match=message):

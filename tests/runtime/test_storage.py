@@ -5,6 +5,10 @@ import pytest
 from alarmkit import DurableObject, Simulation, SqlError
 from alarmkit.scenarios.lease import LeaseLedger
 
+# these tests are about storage, not fire lateness:
+# every simulation here takes fire_latency="exact" (each fire 2 ms late) so that the times read as
+# round numbers; tests/runtime/test_latency_measured.py covers the workerd profile's measured default
+
 
 class Store(DurableObject):
     async def kv(self):
@@ -48,7 +52,7 @@ class Store(DurableObject):
 
 
 def stub():
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     return sim, sim.namespace("S", Store).get("s")
 
 
@@ -92,7 +96,7 @@ def test_non_json_value_names_the_key_and_type():
 
 
 def test_idle_databases_are_parked_and_restored_unchanged():
-    sim = Simulation(seed=1)
+    sim = Simulation(seed=1, fire_latency="exact")
     sim.db_pool.size = 3
     ns = sim.namespace("L", LeaseLedger)
     for i in range(10):
@@ -124,7 +128,7 @@ def test_kv_survives_a_crash_that_rolled_back_its_table():
         def crash_at_suspend(self, host, task):
             return task.name == "rpc:put_twice" and task.awaits == 1
 
-    sim = Simulation(faults=CrashFirstAwait())
+    sim = Simulation(faults=CrashFirstAwait(), fire_latency="exact")
     s = sim.namespace("F", FirstPut).get("f")
     with pytest.raises(Exception, match="crashed"):
         sim.call(s.put_twice())
@@ -142,7 +146,7 @@ class Endless(DurableObject):
 
 def test_an_endless_query_is_stopped_at_the_step_limit_in_a_handler_and_from_outside(monkeypatch):
     monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "3_000_000")
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     obj = sim.namespace("E", Endless).get("e")
     # a bounded recursion of the same shape runs: the limit is per statement, not per object
     assert sim.call(obj.count(ENDLESS.replace("FROM c)", "FROM c WHERE n < 50000)"))) == 50_000
@@ -161,7 +165,7 @@ def test_a_bad_sql_step_limit_names_the_variable_the_range_and_the_way_out(monke
     from alarmkit.errors import AlarmkitError
 
     monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", value)
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     obj = sim.namespace("E", Endless).get("e")
     with pytest.raises(AlarmkitError) as err:
         sim.inspect(obj).sql(ENDLESS)
@@ -173,7 +177,7 @@ def test_a_bad_sql_step_limit_is_refused_at_the_first_query_not_the_first_long_o
     from alarmkit.errors import AlarmkitError
 
     monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "abc")
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     obj = sim.namespace("E", Endless).get("e")
     with pytest.raises(AlarmkitError, match=r"^ALARMKIT_SQL_STEP_LIMIT must be an integer in 1,000,000\.\."):
         sim.inspect(obj).sql("SELECT 1 AS n")
@@ -181,7 +185,7 @@ def test_a_bad_sql_step_limit_is_refused_at_the_first_query_not_the_first_long_o
 
 def test_a_multi_statement_exec_that_runs_away_names_the_limit(monkeypatch):
     monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", "3000000")
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     obj = sim.namespace("E", Endless).get("e")
     with pytest.raises(SqlError, match=r"^the query was stopped after 3,000,000 SQLite steps"):
         sim.call(obj.count("SELECT 1; " + ENDLESS.replace("SELECT count(*) AS n", "SELECT count(*)")))
@@ -193,7 +197,7 @@ def test_ctrl_c_during_a_long_query_is_a_keyboard_interrupt_not_a_failed_query(m
     import threading
 
     monkeypatch.setenv("ALARMKIT_SQL_STEP_LIMIT", str(10**12))
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     obj = sim.namespace("E", Endless).get("e")
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # a real SIGINT, mid-query
     timer.start()

@@ -8,6 +8,10 @@ import alarmkit as ak
 from alarmkit import FaultPlan
 from alarmkit.errors import Aborted, RunawayError
 
+# the turn model's tests are about commits, not fire lateness:
+# every simulation here takes fire_latency="exact" (each fire 2 ms late) so that the times read as
+# round numbers; tests/runtime/test_latency_measured.py covers the workerd profile's measured default
+
 
 class Turns(ak.DurableObject):
     async def arm_then_abort(self, at, how):
@@ -52,7 +56,7 @@ def kinds(sim, *names):
 
 
 def make(**kw):
-    sim = ak.Simulation(seed=0, **kw)
+    sim = ak.Simulation(seed=0, **kw, fire_latency="exact")
     return sim, sim.namespace("T", Turns).get("t")
 
 
@@ -72,7 +76,7 @@ def test_sync_before_abort_keeps_the_alarm_and_it_fires_in_a_new_instance():
         sim.call(t.arm_then_abort(800, "sync"))
     assert sim.now == 0 and sim.alarms() == {"t": 800}
     sim.run()
-    # the arm commits at 0 (the sync ended the turn), the abort comes after; 802: workerd's fixed 2 ms latency
+    # the arm commits at 0 (the sync ended the turn), the abort comes after; 802: the exact 2 ms latency
     assert kinds(sim, "construct", "arm", "aborted", "fire", "ran") == [
         (0, "construct"), (0, "arm"), (0, "aborted"), (802, "fire"), (802, "construct"), (802, "ran")]
 

@@ -1,6 +1,8 @@
 """Every workerd alarm fact the runtime models, with exact virtual times.
 
-Default fire latency on the workerd profile is a fixed 2 ms, so an alarm for t fires at t + 2.
+Every simulation here takes fire_latency="exact" (each fire 2 ms late, so an alarm for t fires at
+t + 2): the subject is the scheduler's logic, not fire lateness (the workerd profile's default, seeded
+draws from measured fires, is tested in test_latency_measured.py).
 """
 
 import math
@@ -47,7 +49,7 @@ def make(plan, **kw):
 
     Probe.seen = []
     Probe.plan = plan or default
-    sim = Simulation(seed=kw.pop("seed", 1), **kw)
+    sim = Simulation(seed=kw.pop("seed", 1), **{"fire_latency": "exact", **kw})
     return sim, sim.namespace("P", Probe).get("p")
 
 
@@ -278,7 +280,8 @@ def test_the_watchdog_kills_at_the_deadline_before_a_timer_armed_later_in_the_sa
             if info.scheduled_time == 1000:  # in the same instant, after Hangs started: fires at its deadline
                 await self.ctx.storage.set_alarm(deadline - LAT)
 
-    sim = Simulation(seed=1, same_instant_order="arming")  # hangs' alarm first at 1002 (the order is seeded by default)
+    # hangs' alarm first at 1002 (the order is seeded by default)
+    sim = Simulation(seed=1, same_instant_order="arming", fire_latency="exact")
     hangs, quick = sim.namespace("H", Hangs).get("h"), sim.namespace("Q", Quick).get("q")
     sim.call(hangs.arm(1000))
     sim.call(quick.arm(1000))
@@ -391,7 +394,7 @@ class Writer(DurableObject):
 
 
 def test_writes_of_one_turn_commit_together_and_a_crash_drops_the_open_turn():
-    sim = Simulation(faults=CrashAt("rpc:write_two", 3))
+    sim = Simulation(faults=CrashAt("rpc:write_two", 3), fire_latency="exact")
     w = sim.namespace("W", Writer).get("w")
     with pytest.raises(Exception, match="crashed"):
         sim.call(w.write_two())
@@ -403,7 +406,7 @@ def test_writes_of_one_turn_commit_together_and_a_crash_drops_the_open_turn():
 def test_a_crash_at_an_await_inside_the_first_turn_loses_the_whole_turn():
     # turn model: awaiting put (await 1) does not end the turn, so a crash at the sleep (await 2, before the
     # turn could end) loses a, b, c, k and the table; before it, each awaited write was a commit point
-    sim = Simulation(faults=CrashAt("rpc:write_two", 2))
+    sim = Simulation(faults=CrashAt("rpc:write_two", 2), fire_latency="exact")
     w = sim.namespace("W", Writer).get("w")
     with pytest.raises(Exception, match="crashed"):
         sim.call(w.write_two())
@@ -432,7 +435,7 @@ class Counter(DurableObject):
 
 
 def test_eviction_and_restart_keep_storage_and_alarm_but_not_memory():
-    sim = Simulation(idle_evict_ms=1_000)
+    sim = Simulation(idle_evict_ms=1_000, fire_latency="exact")
     c = sim.namespace("C", Counter).get("c")
     assert sim.call(c.bump()) == (1, 1)
     assert sim.call(c.bump()) == (2, 2)
@@ -455,7 +458,7 @@ def test_eviction_and_restart_keep_storage_and_alarm_but_not_memory():
 
 
 def test_restart_reloads_an_overdue_alarm_and_fires_it_at_once():
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     c = sim.namespace("C", Counter).get("c")
     sim.call(c.arm(5_000))
     sim.advance(1_000)
@@ -495,7 +498,7 @@ class Gated(DurableObject):
 
 
 def test_block_concurrency_while_holds_events_until_it_finishes():
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     g = sim.namespace("G", Gated).get("g")
     assert sim.call(g.hello()) == [("warm", 500), ("hello", 500)]
 
@@ -509,7 +512,7 @@ class SqlBug(DurableObject):
 
 
 def test_sql_error_in_a_handler_is_a_counted_failure_not_a_simulator_crash():
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     s = sim.namespace("S", SqlBug).get("s")
     sim.call(s.arm())
     sim.run()
@@ -520,7 +523,7 @@ def test_sql_error_in_a_handler_is_a_counted_failure_not_a_simulator_crash():
 
 
 def test_unknown_stub_method_names_the_methods_there_are():
-    sim = Simulation()
+    sim = Simulation(fire_latency="exact")
     s = sim.namespace("S", SqlBug).get("s")
     with pytest.raises(Exception, match=r"^SqlBug has no method 'arn'; its methods: \['alarm', 'arm'\]$"):
         s.arn()

@@ -11,7 +11,7 @@ def test_run_scenario_returns_a_RunResult_with_summary_fields_events_and_obligat
     assert isinstance(r, ak.RunResult)
     assert (r.scenario, r.seed, r.profile, r.run_id, r.horizon_ms, r.grace_ms) == (
         "lease-ledger", 0, "workerd", None, 2_400_000, None)
-    assert [(a["t_ms"], a["retry_count"]) for a in r.attempts][:2] == [(15_002, 0), (30_002, 0)]
+    assert [(a["t_ms"], a["retry_count"]) for a in r.attempts][:2] == [(15_001, 0), (30_001, 0)]  # seed 0: 1 ms late
     assert r.effects == {f"lease-{i}": 1 for i in range(6)}
     assert r.event_count == len(r.events) == 70 and list(r.events["kind"][:1]) == ["construct"]
     assert [(o["key"], o["due_ms"]) for o in r.obligations][:2] == [("lease-0", 30_000), ("lease-1", 90_000)]

@@ -17,6 +17,11 @@ from alarmkit.cli import main as cli
 from alarmkit.journal import rows_to_frame
 from alarmkit.viz.plots import DUPLICATE, KIND_STYLE, backoff_ladder, compare, fmt_ms, lateness, style, timeline
 from alarmkit.viz.report import export_html, report_html, summary_rows
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about figures, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)">'
 
@@ -26,7 +31,7 @@ def journal():
     """One journal, one run per scenario the tests draw (seed 1)."""
     j = Journal()
     for name in ("lease-crash-after-effect", "lease-exhaustion", "lease-revival", "lease-moves-only-earlier"):
-        run_scenario(name, seed=1, journal=j)
+        run_scenario(name, seed=1, journal=j, profile=EXACT)
     yield j
     j.close()
 
@@ -243,8 +248,8 @@ def test_several_runs_become_rows_on_one_time_axis_with_one_legend(journal):
 
 
 def test_compare_aligns_two_fault_plans_of_one_scenario_on_one_axis():
-    quiet = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=0).events
-    throws = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=2).events
+    quiet = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=0, profile=EXACT).events
+    throws = run_scenario("lease-crash-after-effect", seed=1, revoke_throws=2, profile=EXACT).events
     fig = compare({"revoke never throws": quiet, "revoke throws twice": throws})
     assert [a.text for a in fig.layout.annotations] == ["revoke never throws", "revoke throws twice"]
     assert fig.layout.xaxis2.matches == "x"
@@ -347,9 +352,9 @@ def test_lateness_of_a_retry_is_measured_from_the_end_of_its_backoff(journal):
 
 def test_lateness_per_profile_from_a_runs_frame_or_per_label_from_a_dict():
     j = Journal()
-    run_scenario("lease-normal", seed=1, journal=j)
+    run_scenario("lease-normal", seed=1, journal=j, profile=EXACT)
     run_scenario("lease-normal", seed=1, journal=j, profile="workerd-2026-07")
-    run_scenario("lease-exhaustion", seed=1, journal=j)
+    run_scenario("lease-exhaustion", seed=1, journal=j, profile=EXACT)
     fig = lateness(j.events(), j.runs(), by="profile")
     assert [(t.name, t.meta["n"]) for t in fig.data] == [("workerd", 9), ("workerd-2026-07", 2)]
     by_run = lateness(j.events(), j.runs())
@@ -390,7 +395,7 @@ def test_the_summary_names_the_run_its_fault_plan_and_its_violations():
 
 
 def test_export_takes_a_run_scenario_result_or_figures(tmp_path):
-    r = run_scenario("lease-normal", seed=1)
+    r = run_scenario("lease-normal", seed=1, profile=EXACT)
     out = export_html(r, tmp_path / "a.html")
     assert "<th>scenario</th><td>lease-normal</td>" in out.read_text()
     fig = go.Figure(go.Scatter(x=[1], y=[1]))
@@ -406,7 +411,7 @@ def test_export_takes_a_run_scenario_result_or_figures(tmp_path):
 def test_cli_export_writes_the_report_and_names_the_known_runs_on_a_bad_id(tmp_path, capsys):
     db = tmp_path / "j.duckdb"
     with Journal(db) as j:
-        run_scenario("lease-normal", seed=1, journal=j)
+        run_scenario("lease-normal", seed=1, journal=j, profile=EXACT)
     out = tmp_path / "r.html"
     assert cli(["export", "--db", str(db), "--run", "1", "--out", str(out)]) == 0
     assert out.stat().st_size > 4_000_000 and f"wrote {out}" in capsys.readouterr().out
@@ -451,7 +456,7 @@ def test_a_duplicate_is_an_effect_run_again_on_the_same_object_as_check_counts_i
     assert drawn_kinds(ev).tolist() == ["effect", "effect", DUPLICATE]
     rows = {k: v for k, v, _ in summary_rows(ev, {"run_id": 1})}
     assert rows["duplicate effects"] == "1: send(1) on fixed ×2"
-    early = run_scenario("prod-set-early-throw-later")
+    early = run_scenario("prod-set-early-throw-later", profile=EXACT)
     assert "duplicate effects" not in {k for k, _, _ in summary_rows(early.events, {"run_id": 1})}
     assert (drawn_kinds(early.events) == DUPLICATE).sum() == 0
 
@@ -459,7 +464,7 @@ def test_a_duplicate_is_an_effect_run_again_on_the_same_object_as_check_counts_i
 def test_the_summary_counts_uncounted_retries_as_retries():
     """prod-runaway-internal-errors: 'runaway' fails with uncounted errors (retry_count stays 0) and
     'counted' fails 7 times; every attempt after an object's first is a retry."""
-    r = run_scenario("prod-runaway-internal-errors")
+    r = run_scenario("prod-runaway-internal-errors", profile=EXACT)
     fires = r.events[r.events.kind == "fire"]
     per_object = fires.groupby("object_id").size().to_dict()
     retries = sum(n - 1 for n in per_object.values())
@@ -473,7 +478,7 @@ def test_the_summary_counts_uncounted_retries_as_retries():
 def test_a_window_is_the_view_the_time_axis_spans():
     """window=(110 s, 190 s) of prod-set-early-throw-later: the axis spans 109.2..190.8 s (1 % padding),
     not 0 to the last event kept; compare() does the same on its shared axis; a reversed window is refused."""
-    ev = run_scenario("prod-set-early-throw-later").events
+    ev = run_scenario("prod-set-early-throw-later", profile=EXACT).events
     fig = timeline(ev, window=(110_000, 190_000))
     assert tuple(fig.layout.xaxis.range) == (109.2, 190.8)
     chain = run_scenario("prod-rearm-at-now").events
@@ -486,7 +491,7 @@ def test_a_window_is_the_view_the_time_axis_spans():
 def test_the_ladder_of_uncounted_retries_reads_in_one_unit_with_visible_marks():
     """prod-runaway-internal-errors: every uncounted retry scheduled, up to the 1024 s cap; the wait axis is
     labelled in seconds throughout (not '17 min 4 s' beside '512 s'); the open uncounted marks are not faded to 0.35."""
-    ev = run_scenario("prod-runaway-internal-errors").events
+    ev = run_scenario("prod-runaway-internal-errors", profile=EXACT).events
     scheduled = ev[ev.kind == "retry_scheduled"]
     fig = backoff_ladder(ev)
     assert list(fig.layout.yaxis.ticktext) == [f"{2 ** n} s" for n in range(1, 11)]

@@ -13,13 +13,19 @@ from alarmkit import AlarmkitError
 from alarmkit.journal._kinds import CLASS_OF, class_counts, kind_class
 from alarmkit.viz.plots import keepalive_ladder, lateness, timeline
 from alarmkit.viz.report import PLOTLY_FILE, difference_line, export_folder, export_html, peer_runs, run_figures, summary_rows
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the report, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 
 @pytest.fixture(scope="module")
 def demo():
     """Every built-in scenario, seed 1, in one journal (as ``alarmkit demo`` runs them)."""
     j = ak.Journal()
-    runs = {sc.name: ak.run_scenario(sc.name, seed=1, journal=j).run_id for sc in ak.list_scenarios()}
+    runs = {sc.name: ak.run_scenario(sc.name, seed=1, journal=j, profile=EXACT if sc.profile == "workerd" else None).run_id
+            for sc in ak.list_scenarios()}
     yield j, runs
     j.close()
 

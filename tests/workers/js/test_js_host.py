@@ -12,10 +12,13 @@ import alarmkit as ak
 import pytest
 from alarmkit.workers.js import load
 
+# these tests are about the JavaScript host, not fire lateness: simulations here take fire_latency="exact"
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+
 
 @pytest.fixture
 def probe(js_host):
-    sim = ak.Simulation(seed=3)
+    sim = ak.Simulation(seed=3, fire_latency="exact")
     w = load(sim, js_host / "api.js", {"PROBE": "Probe"})
     return sim, w, w.env.PROBE.getByName("p")
 
@@ -55,7 +58,7 @@ def test_timers_and_clock_are_virtual(probe):
 
 def test_randomness_comes_from_the_seed(js_host):
     def draw(seed):
-        sim = ak.Simulation(seed=seed)
+        sim = ak.Simulation(seed=seed, fire_latency="exact")
         return sim.call(load(sim, js_host / "api.js", {"PROBE": "Probe"}).env.PROBE.getByName("p").random())
 
     a, b, c = draw(7), draw(7), draw(8)
@@ -167,7 +170,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     import alarmkit as ak
     from alarmkit.workers.js import load, Response
-    sim = ak.Simulation(seed=11)
+    sim = ak.Simulation(seed=11, fire_latency="exact")
     fails = [3]
     def api(req):
         fails[0] -= 1

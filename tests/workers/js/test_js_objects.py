@@ -4,6 +4,11 @@ alarmkit) run under the JavaScript host: the exact virtual times of their alarms
 import alarmkit as ak
 import pytest
 from alarmkit.workers.js import Response, load
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about JavaScript objects, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 
 def fires(sim, label=None):
@@ -19,7 +24,7 @@ def kinds(sim):
 
 
 def test_ttl_cache_expires_each_entry_at_its_time(js_host):
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     w = load(sim, js_host / "ttl.js", {"CACHE": "TtlCache"})
     assert w.fetch("http://x/put?key=a&ttl=300", method="POST", body="apple").status == 201
     assert w.fetch("http://x/put?key=b&ttl=1500", method="POST", body="banana").status == 201
@@ -45,7 +50,7 @@ def test_batcher_flushes_on_its_window_and_retries_a_failed_sink(js_host):
         sent.append(request.json())
         return Response("busy", status=503) if len(sent) == 2 else Response("ok")
 
-    sim = ak.Simulation(seed=1)
+    sim = ak.Simulation(seed=1, fire_latency="exact")
     w = load(sim, js_host / "batcher.ts", {"BATCH": "Batcher", "SINK": sink})
     b = w.env.BATCH.getByName("b")
     for i in range(3):
@@ -65,7 +70,7 @@ def test_batcher_flushes_on_its_window_and_retries_a_failed_sink(js_host):
 
 
 def test_rate_limiter_windows_and_its_cleanup_alarm(js_host):
-    sim = ak.Simulation(seed=0, start_ms=1_767_225_600_000)                  # a real epoch: windows of 10 s
+    sim = ak.Simulation(seed=0, start_ms=1_767_225_600_000, fire_latency="exact")                  # a real epoch: windows of 10 s
     w = load(sim, js_host / "limiter.js", {"LIMITER": "RateLimiter"})
     statuses = [w.fetch("http://x/?client=ann").status for _ in range(5)]
     assert statuses == [200, 200, 200, 429, 429]
@@ -88,7 +93,7 @@ def test_sql_job_queue_own_backoff_then_platform_retries(js_host):
             return Response("busy", status=503)
         return "done"
 
-    sim = ak.Simulation(seed=1)
+    sim = ak.Simulation(seed=1, fire_latency="exact")
     w = load(sim, js_host / "job.ts", {"JOBS": "JobQueue", "API": api})
     q = w.env.JOBS.getByName("q")
     assert sim.call(q.enqueue("a", 500)) == 1
@@ -101,7 +106,7 @@ def test_sql_job_queue_own_backoff_then_platform_retries(js_host):
     # job 2 throws out of alarm(): workerd's ladder (2, 4, 8, 16, 32, 64 s + jitter), 7 attempts, then abandoned
     ladder = fires(sim)[3:]
     assert ladder == [20_002, 22_072, 26_656, 36_393, 55_681, 93_939, 158_974]
-    lease = ak.run_scenario("lease-exhaustion", seed=1)                       # the same ladder, in Python
+    lease = ak.run_scenario("lease-exhaustion", seed=1, profile=EXACT)                       # the same ladder, in Python
     assert ladder == [a["t_ms"] + 19_000 for a in lease.attempts]
     ev = sim.events()
     assert ev[ev["kind"] == "handler_error"]["retry_count"].tolist() == [0, 1, 2, 3, 4, 5, 6]
@@ -110,7 +115,7 @@ def test_sql_job_queue_own_backoff_then_platform_retries(js_host):
 
 
 def test_block_concurrency_while_in_constructor_and_a_timer_in_a_request(js_host):
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     w = load(sim, js_host / "warmup.ts", {"W": "Warmup"})
     s = w.env.W.getByName("w")
     first, slow, second = sim.spawn(s.visit()), sim.spawn(s.slow(200)), sim.spawn(s.visit())

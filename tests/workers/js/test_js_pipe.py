@@ -8,12 +8,15 @@ import alarmkit as ak
 import pytest
 from alarmkit.workers.js import _node, load
 
+# these tests are about the JavaScript host's pipe, not fire lateness: simulations here take fire_latency="exact"
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+
 REARM = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_js_rearm.js"
 
 
 def rearm_run(monkeypatch, spin_us):
     monkeypatch.setenv("ALARMKIT_JSHOST_SPIN_US", spin_us)
-    sim = ak.Simulation(seed=7)
+    sim = ak.Simulation(seed=7, fire_latency="exact")
     w = load(sim, REARM, {"R": "Rearm"})
     sim.call(sim.gather(*(w.env.R.getByName(f"o{i}").start(4) for i in range(5))))
     sim.run()

@@ -13,6 +13,11 @@ from pathlib import Path
 import alarmkit as ak
 import pytest
 from alarmkit.workers import Var, Worker, explore_worker, run_worker
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about the workers' API, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -28,7 +33,7 @@ def fires(sim):
 
 
 def test_load_worker_from_a_wrangler_file_is_the_shared_worker(rem):
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     w = sim.load_worker(wrangler=rem["wrangler"])  # main, bindings, vars, compatibility_date from the file
     assert isinstance(w, Worker) and w.language == "js"
     assert w.classes == {"REMINDERS": "Reminder", "OUTBOX": "Outbox", "FILTER": "Filter"}
@@ -68,7 +73,7 @@ class FakeKV:
 
 
 def test_load_worker_with_bindings_compat_and_a_python_object(rem):
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     kv = FakeKV()
     w = sim.load_worker(rem["ts"], bindings={"REMINDERS": "ReminderFixed", "OUTBOX": "Outbox", "FILTER": "Filter",
                                              "CACHE": kv, "LIMITS": {"maxDelayMs": 10}, "GREETING": Var("hi")},
@@ -83,7 +88,7 @@ def test_load_worker_with_bindings_compat_and_a_python_object(rem):
 
 
 def test_stubs_work_with_inspect_evict_and_rpc(rem):
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     w = sim.load_worker(wrangler=rem["wrangler"])
     stub = w.env.REMINDERS.getByName("ann")
     assert sim.call(stub.schedule("call mom", 1500)) == 1500
@@ -102,7 +107,7 @@ def test_stubs_work_with_inspect_evict_and_rpc(rem):
 
 def test_run_worker_drives_a_ts_worker_with_exact_times(rem, tmp_path):
     j = ak.Journal(tmp_path / "j.duckdb")
-    r = run_worker(None, rem["drive"], wrangler=rem["wrangler"], journal=j)
+    r = run_worker(None, rem["drive"], wrangler=rem["wrangler"], journal=j, profile=EXACT)
     assert [(o["t_ms"], o["done_ms"], o.get("status", o.get("value"))) for o in r["outcomes"]] == [
         (0, 0, 200), (200, 200, 3200), (500, 500, 200)]
     assert r["outcomes"][2]["body"] == "hello, ann"
@@ -112,10 +117,10 @@ def test_run_worker_drives_a_ts_worker_with_exact_times(rem, tmp_path):
     j.close()
     # the outbox crashes in its first delivery: ann's alarm fails and is retried, but ann forgot the text first
     plan = ak.FaultPlan(crashes=[{"task": "rpc:deliver", "invocation": 1, "at_await": 1, "object": "out"}])
-    broken = run_worker(None, rem["drive"], wrangler=rem["wrangler"], faults=plan)
+    broken = run_worker(None, rem["drive"], wrangler=rem["wrangler"], faults=plan, profile=EXACT)
     assert broken["expect_failures"] == ["OUTBOX:out kv 'm:ann': expected \"call mom\", got null"]
     assert [(v.invariant, v.object) for v in ak.check(broken).violations] == [("expect", "out")]
-    fixed = run_worker(None, rem["drive"], wrangler=rem["wrangler"], bindings={"REMINDERS": "ReminderFixed"}, faults=plan)
+    fixed = run_worker(None, rem["drive"], wrangler=rem["wrangler"], bindings={"REMINDERS": "ReminderFixed"}, faults=plan, profile=EXACT)
     assert fixed["expect_failures"] == []
     first, retry = [a for a in fixed.attempts if a["object_id"] == "ann"][:2]
     assert first["t_ms"] == 1002 and 2_000 <= retry["t_ms"] - 1002 <= 2_500
@@ -141,7 +146,7 @@ def test_the_cli_runs_and_explores_a_ts_worker(rem, tmp_path):
             "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
-    assert [(a["t_ms"], a["object_id"]) for a in s["attempts"]] == [(1002, "ann"), (3202, "bob")]
+    assert [(a["t_ms"], a["object_id"]) for a in s["attempts"]] == [(1001, "ann"), (3201, "bob")]  # seed 0's draws: 1 ms late
     assert s["final_alarms"] == {"ann": None, "bob": None, "out": None, "filter": None}
     assert s["expect_failures"] == [] and s["requests"] == 3
     p = cli("explore", "--worker", rem["ts"], "--wrangler", rem["wrangler"], "--drive", rem["drive"], "--depth", "1",
@@ -159,7 +164,7 @@ def test_the_cli_runs_and_explores_a_ts_worker(rem, tmp_path):
 
 
 def test_requests_in_flight_together_and_the_workers_logs(js_host):
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     w = sim.load_worker(js_host / "ttl.js", bindings={"CACHE": "TtlCache"})
     first = sim.spawn(w.request("/put?key=a&ttl=300", method="POST", body="apple"))
     second = sim.spawn(w.request("/put?key=b&ttl=1500", method="POST", body="banana"))
@@ -185,7 +190,7 @@ def test_a_python_object_binding_answers_its_methods_and_refuses_others(tmp_path
         "  if (url.pathname === '/put') return Response.json(await env.KV.put('k', { n: 1 }));\n"
         "  return new Response(await env.KV.get('k'));\n"
         "} };\n")
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     kv = AsyncKV()
     w = sim.load_worker(tmp_path / "w.js", bindings={"KV": kv})
     assert w.fetch("/put").json() == 1 and kv.data == {"k": {"n": 1}}

@@ -12,6 +12,11 @@ import pytest
 import alarmkit as ak
 from alarmkit.errors import DriveError, WorkerError
 from alarmkit.workers import explore_worker, load_drive, parse_drive, read_wrangler, run_drive, run_worker
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about drives, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 NB = Path(__file__).parents[3] / "notebooks" / "workers"
 
@@ -48,7 +53,7 @@ def test_drive_steps_times_and_refusals():
 
 
 def test_a_drive_naming_a_missing_method_or_binding_is_refused_before_it_runs():
-    sim = ak.Simulation(seed=0)
+    sim = ak.Simulation(seed=0, fire_latency="exact")
     w = sim.load_worker(NB / "outbox.py", wrangler=NB / "wrangler.jsonc")
     with pytest.raises(DriveError, match=r"step 1: Outbox \(binding OUTBOX\) has no method 'sned'; its methods: \['alarm', 'send'\]"):
         run_drive(w, parse_drive({"steps": [{"call": "OUTBOX", "name": "a", "method": "sned"}]}))
@@ -59,7 +64,7 @@ def test_a_drive_naming_a_missing_method_or_binding_is_refused_before_it_runs():
 
 def test_run_worker_journals_outcomes_and_retries_like_a_client(tmp_path):
     j = ak.Journal(tmp_path / "j.duckdb")
-    r = run_worker(None, NB / "drive.json", wrangler=NB / "wrangler.jsonc", journal=j)
+    r = run_worker(None, NB / "drive.json", wrangler=NB / "wrangler.jsonc", journal=j, profile=EXACT)
     assert [a["t_ms"] for a in r.attempts] == [1_002, 6_002]
     assert [(o["t_ms"], o["done_ms"], o["status"], o["body"]) for o in r["outcomes"]] == [
         (0, 0, 200, '{"queued": 1}'), (300, 300, 200, '{"queued": 2}'), (5_000, 5_000, 200, '{"queued": 1}')]
@@ -68,7 +73,7 @@ def test_run_worker_journals_outcomes_and_retries_like_a_client(tmp_path):
     j.close()
     # one crash in the first send: the client tries again 100 ms later and gets its answer then
     plan = ak.FaultPlan(crashes=[{"task": "rpc:send", "invocation": 1, "at_await": 1, "object": "alice"}])
-    r2 = run_worker(None, NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan)
+    r2 = run_worker(None, NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan, profile=EXACT)
     first = r2["outcomes"][0]
     assert (first["attempts"], first["done_ms"], first["status"]) == (2, 100, 200)
     assert r2["expect_failures"] == []
@@ -76,11 +81,11 @@ def test_run_worker_journals_outcomes_and_retries_like_a_client(tmp_path):
 
 def test_the_expect_invariant_is_a_violation_check_reports(tmp_path):
     plan = ak.FaultPlan(crashes=[{"task": "rpc:deliver", "invocation": 1, "at_await": 1, "object": "inbox"}])
-    r = run_worker(NB / "outbox.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan)
+    r = run_worker(NB / "outbox.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan, profile=EXACT)
     assert r["expect_failures"] == ['INBOX:inbox sql \'SELECT id FROM delivered ORDER BY id\': expected '
                                     '[{"id": "m1"}, {"id": "m2"}, {"id": "m3"}], got [{"id": "m3"}]']
     assert [(v.invariant, v.object) for v in ak.check(r).violations] == [("expect", "inbox")]
-    fixed = run_worker(NB / "outbox_fixed.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan)
+    fixed = run_worker(NB / "outbox_fixed.py", NB / "drive.json", wrangler=NB / "wrangler.jsonc", faults=plan, profile=EXACT)
     assert fixed["expect_failures"] == [] and ak.check(fixed).ok
     # the flush whose delivery crashed, then workerd's retry of it: 2 s plus up to 25 % jitter, and uncounted
     # (retry_count stays 0) because the failure is the callee's crash (ObjectCrashed), as alarmkit models it

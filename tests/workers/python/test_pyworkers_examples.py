@@ -8,6 +8,9 @@ import pytest
 
 from pyworker_support import FIXTURES, kinds
 
+# these tests are about the example workers, not fire lateness: simulations here take fire_latency="exact"
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+
 
 def test_fixtures_import_nothing_of_alarmkit():
     for f in FIXTURES.glob("*.py"):
@@ -62,7 +65,7 @@ def test_batcher_flushes_ten_seconds_after_the_first_item_and_restores_its_count
 
 
 def test_batcher_flush_retried_by_the_platform_sees_retry_count(load):
-    sim = ak.Simulation(seed=3, faults=ak.FaultPlan(handler_throws=[1]))
+    sim = ak.Simulation(seed=3, faults=ak.FaultPlan(handler_throws=[1]), fire_latency="exact")
     w = sim.load_worker(FIXTURES / "batcher.py", bindings={"BATCHER": "Batcher"})
     b = w.env.BATCHER.getByName("main")
     sim.call(b.add("x"))

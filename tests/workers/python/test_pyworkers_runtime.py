@@ -9,6 +9,11 @@ from alarmkit.viz.report import export_html
 from alarmkit.workers import example, registered, run_worker
 
 from pyworker_support import FIXTURES, kinds
+from alarmkit.runtime.profiles import PROFILES
+
+# these tests are about Python workers, not fire lateness: simulations here take the exact fire latency
+# (each fire 2 ms late), not the workerd profile's measured default (tests/runtime/test_latency_measured.py)
+EXACT = PROFILES["workerd"].replace(fire_latency="exact")
 
 
 def test_a_restart_reloads_the_stored_alarm_and_the_constructor_restores_state(load):
@@ -34,7 +39,7 @@ def test_another_profile_and_an_epoch_start(load):
 
 def test_journal_timeline_report_and_check(tmp_path):
     j = ak.Journal(tmp_path / "j.duckdb")
-    run = run_worker(None, example("drive.json"), wrangler=example("wrangler.jsonc"), journal=j, seed=4)
+    run = run_worker(None, example("drive.json"), wrangler=example("wrangler.jsonc"), journal=j, seed=4, profile=EXACT)
     events = j.events(run.run_id)
     assert list(events.query("kind == 'fire'")["t_ms"]) == [1_002, 6_002]
     fig = timeline(events, title="outbox")
