@@ -71,6 +71,9 @@ class WorkerdScheduler:
         # run's seed: the measured default moves fire times and nothing else (the retry jitter and the random
         # numbers user code draws from the kernel's source are the same under every fire latency)
         self._late_rng = random.Random(f"fire-latency:{sim.seed}")
+        # draw(host): a fault plan's latency through the faults, else the profile's own cheap drawer
+        self._draw = ((lambda host: self._fire_latency(host, self._latency, self._late_rng)) if sim.fault_hooks
+                      else self._latency.drawer(self._late_rng))
         self._fire_cb, self._finished_cb = self._fire, self._finished  # bound once, not per timer and fire
         # Profile.same_instant_order "seeded": each fire timer's place among the timers of its instant is drawn
         # from a generator of its own (seeded from the run's seed, so the jitter and latency draws are unmoved)
@@ -168,7 +171,7 @@ class WorkerdScheduler:
 
     def _arm_timer(self, entry: Entry, due: int) -> None:
         # checkTimestamp: never fire before the scheduled time; then the delivery latency
-        late = self._late if self._late is not None else self._fire_latency(entry.host, self._latency, self._late_rng)
+        late = self._late if self._late is not None else self._draw(entry.host)
         entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
 
     def _seq(self) -> int | None:
@@ -215,7 +218,7 @@ class WorkerdScheduler:
             # _arm_timer(), inlined: most lifecycles end here, re-armed by alarm() (with the watchdog's
             # two inlines, 62,846 -> 61,775 instructions a lifecycle, valgrind, no journal)
             now = self.kernel.now
-            late = self._late if self._late is not None else self._fire_latency(host, self._latency, self._late_rng)
+            late = self._late if self._late is not None else self._draw(host)
             entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry, seq=self._seq())
             return
         entry.status = FINISHED

@@ -11,7 +11,7 @@ import datetime
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .._checks import MAX_MS, text, time_ms
 from ..errors import AlarmkitError, InvalidValue
@@ -89,6 +89,22 @@ class Latency:
                 return rng.randint(self.hi, self.max_ms)
             return rng.randint(self.lo, self.hi)
         raise AlarmkitError(f"unknown latency kind {self.kind!r}; use fixed, uniform, failover or empirical")
+
+    def drawer(self, rng) -> Callable[[Any], int]:
+        """``draw(host)``: the next ``sample(rng)``, the same stream, made cheap for the hot path: an
+        empirical draw is ``randrange(len(values))`` as CPython's ``Random`` computes it (getrandbits of
+        the length's bit count, redrawn while out of range), without its argument checks."""
+        if self.kind != "empirical":
+            return lambda host: self.sample(rng)
+        vals, n = self.values, len(self.values)
+        k, bits = n.bit_length(), rng.getrandbits
+
+        def draw(host: Any) -> int:
+            r = bits(k)
+            while r >= n:
+                r = bits(k)
+            return vals[r]
+        return draw
 
     def to_dict(self) -> dict[str, Any]:
         # a fixed latency keeps its ms even at the field's default (2): Latency.fixed needs it back
@@ -270,6 +286,22 @@ class Profile:
     def max_jitter_ms(self, delay_ms: int) -> int:
         # alarm-scheduler.c++ maxJitterMsForDelay: std::floor(RETRY_JITTER_FACTOR * delayMs)
         return math.floor(self.jitter_factor * delay_ms)
+
+    def drawer(self, rng) -> Callable[[Any], int]:
+        """``draw(host)``: the next ``sample(rng)``, the same stream, made cheap for the hot path: an
+        empirical draw is ``randrange(len(values))`` as CPython's ``Random`` computes it (getrandbits of
+        the length's bit count, redrawn while out of range), without its argument checks."""
+        if self.kind != "empirical":
+            return lambda host: self.sample(rng)
+        vals, n = self.values, len(self.values)
+        k, bits = n.bit_length(), rng.getrandbits
+
+        def draw(host: Any) -> int:
+            r = bits(k)
+            while r >= n:
+                r = bits(k)
+            return vals[r]
+        return draw
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
