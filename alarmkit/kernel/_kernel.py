@@ -57,7 +57,6 @@ class Kernel:
             raise AlarmkitError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {seed}")
         self.step_limit = step_limit  # checked by the property, which also sets _limit
         self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
-        self.end_ms = _KERNEL_MAX  # run() stops short of it, naming what was due past it (the runtime: 2**53)
         self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
         self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
         self.now: int = time_ms("start_ms", start_ms)  # the clock's first reading (epoch ms, or 0)
@@ -262,13 +261,13 @@ class Kernel:
         # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
         # for ever with no limit; a clock with nothing to do before until still jumps straight there
         self._steps = 0
-        step, stop = self.step, min(end, cap, self.end_ms)
+        step, stop = self.step, min(end, cap, MAX_MS)  # the clock ends at 2**53 ms: the journal holds no later time
         while step(stop):
             pass
-        if stop == self.end_ms < min(end, cap) and self.end_ms < self.peek() <= min(end, cap):
+        if stop == MAX_MS < min(end, cap) and MAX_MS < self.peek() <= min(end, cap):
             key = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
             t, (fn, args) = key >> _SHIFT, self._timers[key]
-            raise RunawayError(f"the virtual clock ends at {self.end_ms:,} ms, and {self._culprit(fn, args)} is due "
+            raise RunawayError(f"the virtual clock ends at 2**53 ms ({MAX_MS:,}), and {self._culprit(fn, args)} is due "
                                f"at {t:,} ms, past it; start the simulation earlier (start_ms) or stop it sooner (run(until=...))")
         if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
             raise self._past_time_limit(start, until)
