@@ -261,14 +261,9 @@ class Kernel:
         # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
         # for ever with no limit; a clock with nothing to do before until still jumps straight there
         self._steps = 0
-        step, stop = self.step, min(end, cap, MAX_MS)  # the clock ends at 2**53 ms: the journal holds no later time
+        step, stop = self.step, min(end, cap)
         while step(stop):
             pass
-        if stop == MAX_MS < min(end, cap) and MAX_MS < self.peek() <= min(end, cap):
-            key = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
-            t, (fn, args) = key >> _SHIFT, self._timers[key]
-            raise RunawayError(f"the virtual clock ends at 2**53 ms ({MAX_MS:,}), and {self._culprit(fn, args)} is due "
-                               f"at {t:,} ms, past it; start the simulation earlier (start_ms) or stop it sooner (run(until=...))")
         if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
             raise self._past_time_limit(start, until)
         if until is not None:
