@@ -33,6 +33,7 @@ def test_pin_then_change_a_setting_names_the_first_divergence_and_its_virtual_ti
         "Run 2 against pinned run 1: 4 differing alarm events (4 only in the pinned run); 8 matched.",
         "First divergence: pinned run 1 arms ledger for 2.7 s at 1.502 s (cause: user); run 2 does not.",
         "On ledger, run 2 has 1 fewer fire, 1 fewer effect than pinned run 1.",
+        "Note: the runs were made differently: parameters leases differ.",
     ]
     assert p.summary.value.startswith("<b>Run 2 against pinned run 1: 4 differing alarm events")
     assert "<li>First divergence: pinned run 1 arms ledger for 2.7 s at 1.502 s" in p.summary.value
@@ -61,7 +62,8 @@ def test_a_moved_alarm_is_counted_though_nothing_is_missing():
         "No event is missing from either run and none ends otherwise.",
         "ledger's arm for 300 ms in pinned run 1 is for 500 ms in run 2.",
     ]
-    assert lines[-1] == "ledger's fire for 2.7 s in pinned run 1 is for 2.9 s in run 2."
+    assert lines[-2:] == ["ledger's fire for 2.7 s in pinned run 1 is for 2.9 s in run 2.",
+                          "Note: the runs were made differently: parameters ttl_ms differ."]
 
 
 def test_a_thrown_revoke_shows_the_retry_and_its_duplicate_effect():
@@ -85,6 +87,7 @@ def test_a_restart_is_named_as_a_run_wide_event_and_the_late_fire_with_both_late
         "First divergence: run 2 has a restart at 1 s; pinned run 1 does not.",
         "ledger's alarm due 1.5 s fires 2 ms late in pinned run 1 and 4.502 s late in run 2.",
         "On ledger, run 2 has 1 fewer fire than pinned run 1.",
+        "Note: the runs were made differently: parameters restart_at_ms differ.",
     ]
 
 
