@@ -396,6 +396,17 @@ def check_duckdb_file(p) -> None:
                             "as the journal's write-ahead log; alarmkit leaves it alone: move it, or pass another path")
     if not p.exists():
         return
+    if p.is_file() and wal.is_file() and wal.stat().st_size > 0:
+        # DuckDB replays a WAL beside its database and deletes one it cannot read: a file that does not
+        # open as DuckDB's (its first entry, the WAL version: field 100, type 98) is someone else's
+        try:
+            with open(wal, "rb") as f:
+                first = f.read(3)
+        except OSError:
+            first = b""
+        if first != b"d\x00b":
+            raise AlarmkitError(f"{str(wal)!r} lies beside the journal {str(p)!r} and is not a DuckDB write-ahead log: "
+                                "DuckDB would delete it; alarmkit leaves it alone: move it, then run again")
     if not p.is_file():  # a FIFO would block the read below for ever; a device is no journal either
         raise AlarmkitError(f"{str(p)!r} is not a regular file (a pipe, a device or a socket), so not an alarmkit "
                             "journal; pass a file path, e.g. --db journal.duckdb")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 
 import duckdb
 import pytest
@@ -76,3 +78,26 @@ def test_a_reference_of_another_shape_is_one_line(tmp_path, capsys):
     code, err = run(capsys, ["calibrate", "--reference", str(ref)])
     assert code == 2 and err.endswith("is not a calibration journal (KeyError: 'bands'); write one with "
                                       "`alarmkit calibrate --db`\n")
+
+
+def test_a_foreign_file_named_as_an_existing_journals_wal_is_left_alone(tmp_path, capsys):
+    journal = tmp_path / "k.duckdb"
+    assert run(capsys, ["run", "lease-normal", "--db", str(journal)])[0] == 0
+    wal = tmp_path / "k.duckdb.wal"
+    wal.write_text("my notes, not a WAL\n")  # DuckDB deleted it and the run went on
+    for argv in (["run", "lease-normal", "--db", str(journal)], ["export", "--db", str(journal), "--run", "1"]):
+        code, err = run(capsys, argv)
+        assert code == 2 and "k.duckdb.wal' lies beside the journal" in err and "is not a DuckDB write-ahead log" in err
+        assert wal.read_text() == "my notes, not a WAL\n"
+
+
+def test_a_journals_own_wal_after_a_kill_is_replayed(tmp_path, capsys):
+    journal = tmp_path / "k.duckdb"
+    assert run(capsys, ["run", "lease-normal", "--db", str(journal)])[0] == 0
+    script = (f"import duckdb, os; c = duckdb.connect({str(journal)!r}); c.execute(\"SET checkpoint_threshold='1GB'\"); "
+              "c.execute(\"UPDATE runs SET scenario = 'after-kill'\"); os._exit(0)")
+    subprocess.run([sys.executable, "-c", script], check=True)
+    assert (tmp_path / "k.duckdb.wal").stat().st_size > 0
+    assert run(capsys, ["run", "lease-normal", "--db", str(journal)])[0] == 0
+    assert duckdb.connect(str(journal), read_only=True).execute("SELECT scenario FROM runs ORDER BY run_id").fetchall() == [
+        ("after-kill",), ("lease-normal",)]
