@@ -287,22 +287,6 @@ class Profile:
         # alarm-scheduler.c++ maxJitterMsForDelay: std::floor(RETRY_JITTER_FACTOR * delayMs)
         return math.floor(self.jitter_factor * delay_ms)
 
-    def drawer(self, rng) -> Callable[[Any], int]:
-        """``draw(host)``: the next ``sample(rng)``, the same stream, made cheap for the hot path: an
-        empirical draw is ``randrange(len(values))`` as CPython's ``Random`` computes it (getrandbits of
-        the length's bit count, redrawn while out of range), without its argument checks."""
-        if self.kind != "empirical":
-            return lambda host: self.sample(rng)
-        vals, n = self.values, len(self.values)
-        k, bits = n.bit_length(), rng.getrandbits
-
-        def draw(host: Any) -> int:
-            r = bits(k)
-            while r >= n:
-                r = bits(k)
-            return vals[r]
-        return draw
-
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["fire_latency"] = self.fire_latency.to_dict()
