@@ -8,7 +8,7 @@ import inspect
 import os
 import sys
 import warnings
-from collections import deque
+from collections import Counter, deque
 from typing import Any, Callable
 
 from ..journal import WIDTH, EventBuffer, EventRow, dump
@@ -312,8 +312,7 @@ class Simulation(AlarmDelivery):
         """Each object's stored alarm now (None: no alarm), by label: what a finished run leaves behind.
         Objects of different namespaces that share a name are keyed ``"BINDING:name"``, each of them."""
         hosts = list(self.hosts())
-        labels = [h.label for h in hosts]
-        twice = {x for x in labels if labels.count(x) > 1} if len(set(labels)) < len(labels) else ()
+        twice = {x for x, n in Counter(h.label for h in hosts).items() if n > 1}
         return {(f"{h.namespace.binding}:{h.label}" if h.label in twice else h.label): h.alarm_backend.get(h)
                 for h in hosts}
 

@@ -71,7 +71,7 @@ def _write_error(op: list, err: Exception) -> Exception:
     ``AlarmkitError`` naming it; alarmkit's own errors (a reset object's) as they are."""
     if isinstance(err, AlarmkitError):
         return err
-    what = f"{op[0]}({', '.join(repr(a) for a in op[2:3])})" if op else "a write"
+    what = f"{op[0]}({op[2]!r})" if len(op) > 2 else f"{op[0]}()"
     return AlarmkitError(f"the JavaScript object's {what} could not be applied ({type(err).__name__}: {err}); "
                          "the rest of its turn was")
 
@@ -273,7 +273,7 @@ class Bridge:
                     "in its JavaScript?): the JavaScript host was stopped and this simulation cannot go on; if the "
                     f"code is only slow, raise ALARMKIT_JSHOST_TIMEOUT_S (seconds, now {s:g})")
             self.lost = str(err)
-            self.sim.kernel.call_soon(self._halt)
+            self.kernel.call_soon(self._halt)
         return JsHostLost(self.lost)
 
     def _halt(self) -> None:
@@ -358,7 +358,7 @@ class Bridge:
             obj.ctx.start(self._wait(key), "rpc:waitUntil")  # ctx.wait_until, named as fault plans accept
 
     async def _timer(self, tid: int, iid: int | None, ms: int) -> None:
-        await self.sim.kernel.sleep(ms)
+        await self.kernel.sleep(ms)
         self.timers.pop(tid, None)
         self._journaled(iid, {"t": "timer", "id": tid, "iid": iid})  # host.mjs takes the timer's own; iid names it in errors
 
@@ -368,7 +368,7 @@ class Bridge:
         console error of the object, not lost with the task. A host that is gone still stops the run."""
         try:
             self.exchange(msg)
-        except JsHostError:
+        except (JsHostError, JsValueError):  # gone; or a value that cannot cross, nothing sent: the caller's
             raise
         except AlarmkitError as err:
             apply_op(self, ["console", iid, "error", f"alarmkit: {err}"])
@@ -380,13 +380,9 @@ class Bridge:
         except Exception as err:  # noqa: BLE001 - it is thrown into the JS caller
             ok, value = False, _error_info(err)
         try:
-            self.exchange({"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
+            self._journaled(iid, {"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
         except JsValueError as err:  # the result cannot cross (nothing was sent): the JS caller gets the error instead
             self._journaled(iid, {"t": "settle", "nid": nid, "iid": iid, "ok": False, "value": _error_info(err)})
-        except JsHostError:
-            raise
-        except AlarmkitError as err:  # a write of the turn after it could not be applied
-            apply_op(self, ["console", iid, "error", f"alarmkit: {err}"])
 
     async def _outbound(self, obj: JsObject | None, binding: str | None, key: str | None, method: str, args: list) -> Any:
         if binding is None:  # storage.sync(): this task's suspension is a commit point, then it resolves
