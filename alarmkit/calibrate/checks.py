@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from ..runtime.profiles import Profile, get_profile
 from .fid_checks import FID_FACTS, FID_TIMINGS, fid_info
+from .sql_probes import SQL_FACTS
 
 __all__ = ["Bands", "Check", "Verdict", "compare_results", "FACTS", "TIMINGS", "ORDER_KINDS"]
 
@@ -386,6 +387,7 @@ TIMINGS: dict[str, Callable[[dict, Bands], list]] = {
 
 
 FACTS.update(FID_FACTS)  # the fidelity probes (fid_checks.py)
+FACTS.update(SQL_FACTS)  # the SQL probes (sql_probes.py)
 TIMINGS.update(FID_TIMINGS)
 
 

@@ -16,6 +16,7 @@ from ..runtime import Simulation
 from ..runtime.profiles import PROFILES
 from .fidtwin import TwinFid, TwinFidDeploy, TwinFidNoAlarm
 from .simtwin import TwinLedger, TwinProbe, err_info
+from .sqltwin import TwinSqlProbe
 from .workerd import WorkerdError
 
 __all__ = ["EPOCH_MS", "LOCAL_WORKERD", "SimWorkerd"]
@@ -54,6 +55,7 @@ class SimWorkerd:
         self.sim.env.fid_log, self.sim.env.ctor_fails = [], {}  # worker.js FID_LOG and CTOR_FAILS
         self.fids = {"fid": self.sim.namespace("FID", TwinFid), "noalarm": self.sim.namespace("FIDNOALARM", TwinFidNoAlarm),
                      "deploy": self.sim.namespace("FIDDEPLOY", TwinFidDeploy)}
+        self.sqlprobes = self.sim.namespace("SQLPROBE", TwinSqlProbe)
         self.deploy = "v1"  # the twin's code (WorkerdProcess.deploy): redeploy() changes FIDDEPLOY's class
         self._deploying: Optional[str] = None
         self.down = False
@@ -181,6 +183,13 @@ class SimWorkerd:
                 raise WorkerdError(f"simulated workerd is stopped: no answer for {path}")
             try:
                 return self.sim.call(stub.op(path[len("/fid/"):], {k: _num(v) for k, v in p.items()}))
+            except Exception as e:  # noqa: BLE001 - worker.js answers {thrown: errInfo}
+                return {"thrown": err_info(e), "now": self.sim.now}
+        if path.startswith("/sql/"):
+            if self.down:
+                raise WorkerdError(f"simulated workerd is stopped: no answer for {path}")
+            try:
+                return self.sim.call(self.sqlprobes.get(obj).op(path[len("/sql/"):], {k: _num(v) for k, v in p.items()}))
             except Exception as e:  # noqa: BLE001 - worker.js answers {thrown: errInfo}
                 return {"thrown": err_info(e), "now": self.sim.now}
         return {"error": "not found", "path": path}

@@ -88,7 +88,9 @@ class Host:
     @property
     def db(self) -> Database:
         if self._db is None:
-            self._db = Database(self.sim.db_pool)
+            kernel = self.sim.kernel  # SQL's 'now' and random() (runtime/_sqlclock.py)
+            key = f"{self.sim.seed}:{self.namespace.binding}:{self.label}"
+            self._db = Database(self.sim.db_pool, lambda: kernel.now, key)
         return self._db
 
     # -- lifecycle ------------------------------------------------------------------------

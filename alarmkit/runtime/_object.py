@@ -70,6 +70,12 @@ class SqlStorage:
         host.wrote()  # (a read joins the turn too: committing an empty transaction changes nothing)
         return cur
 
+    @property
+    def database_size(self) -> int:
+        """``sql.databaseSize``: bytes in use (pages less free pages, times the page size)."""
+        self._host.check_alive()
+        return self._host.db.size()
+
 
 def alarm_time(value: Any, now: int) -> int:
     """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++).
@@ -100,11 +106,12 @@ def alarm_time(value: Any, now: int) -> int:
 class Storage:
     """``ctx.storage``: SQL, KV and the object's one alarm."""
 
-    __slots__ = ("_host", "sql")
+    __slots__ = ("_host", "sql", "_tx")
 
     def __init__(self, host: Host) -> None:
         self._host = host
         self.sql = SqlStorage(host)
+        self._tx: list = []  # the staged alarm at each open savepoint, innermost last (tx_begin / tx_end)
 
     # -- KV (values are JSON-serialisable) ----------------------------------------------------
     def get(self, key: str | list[str]) -> Future:
@@ -128,15 +135,16 @@ class Storage:
             return self._done(sum(db.kv_delete(k) for k in key))
         return self._done(db.kv_delete(key))
 
-    def delete_all(self) -> Any:
+    def delete_all(self, alarm: bool | None = None) -> Any:
         """``deleteAll()``: delete every key and table. Under a compatibility date with the flag
         ``delete_all_deletes_alarm`` (2026-02-24 on) it deletes the alarm too, as ``delete_alarm()``;
-        before it, the alarm survives and fires."""
+        before it, the alarm survives and fires. ``alarm`` (a Python Worker's own compatibility date) overrides
+        the profile's flag."""
         host = self._host
         db = self._live()
         db.delete_all()
         host.wrote()
-        if host.sim.profile.flag("delete_all_deletes_alarm"):
+        if host.sim.profile.flag("delete_all_deletes_alarm") if alarm is None else alarm:
             host.stage_alarm(None)
         return self._done(None)
 
@@ -157,19 +165,30 @@ class Storage:
         return fut
 
     def transaction_sync(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn()`` atomically: if it raises, its writes are rolled back and the error propagates."""
-        db = self._live()
-        db._begin()
-        self._host.wrote()
-        db.conn.execute("SAVEPOINT alarmkit_tx")
+        """Run ``fn()`` atomically: if it raises, its writes (SQL, KV and the alarm it set or deleted) are
+        rolled back and the error propagates (workerd: the ``sql_txsync`` probe)."""
+        self.tx_begin()
         try:
             result = fn()
         except BaseException:
-            db.conn.execute("ROLLBACK TO alarmkit_tx")
-            db.conn.execute("RELEASE alarmkit_tx")
+            self.tx_end(False)
             raise
-        db.conn.execute("RELEASE alarmkit_tx")
+        self.tx_end(True)
         return result
+
+    def tx_begin(self) -> None:
+        """Open a savepoint: the one rule every transaction API uses (``transaction_sync`` here, the JS host's
+        ``transactionSync``): its SQL and KV writes and the alarm staged meanwhile commit or roll back together."""
+        self._live().savepoint()
+        self._host.wrote()
+        self._tx.append(self._host.staged)
+
+    def tx_end(self, commit: bool) -> None:
+        """Close the innermost savepoint: keep its writes, or undo them and restore the alarm staged before it."""
+        staged = self._tx.pop()
+        self._host.db.release(commit)
+        if not commit:
+            self._host.staged = staged
 
     # -- the alarm -----------------------------------------------------------------------------
     def get_alarm(self) -> Future:

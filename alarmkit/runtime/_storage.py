@@ -3,24 +3,26 @@
 The writes of one turn commit together (workerd's implicit transactions for SQLite-backed
 objects); the runtime calls ``commit()`` when the turn ends and ``rollback()`` when the instance
 is reset (``_host``: the turn model). KV lives in the same database, so the two share
-transactions, as in workerd's SQLite-backed storage.
+transactions, as in workerd's SQLite-backed storage. The object's own SQL meets workerd's authorizer and
+error texts (``_sqlrules``) and reads the simulation's clock and seeded randomness (``_sqlclock``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
+import random
 import sqlite3
 import zlib
 from collections import OrderedDict
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import AlarmkitError, SqlError
+from . import _sqlclock
+from ._sqlrules import INTERNAL, NO_STATEMENT, WRONG_BINDINGS, Authorizer, split_statements, workerd_text
 
 __all__ = ["Database", "Cursor", "SqlError", "ConnectionPool"]
 
-_TX_STATEMENT = re.compile(r"^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b", re.I)
 # A runaway query (an endless WITH RECURSIVE) is stopped after this many SQLite virtual-machine steps,
 # counted per statement by a progress handler called every _TICK steps (none for a small query).
 SQL_STEP_LIMIT_ENV = "ALARMKIT_SQL_STEP_LIMIT"
@@ -88,15 +90,28 @@ class ConnectionPool:
 class Database:
     """The durable part of one object. Survives eviction and restarts; instances do not."""
 
-    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "_raised", "__weakref__")
+    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "_raised", "_auth", "_clock", "_rng_key", "_rng",
+                 "__weakref__")
 
-    def __init__(self, pool: ConnectionPool | None = None) -> None:
+    def __init__(self, pool: ConnectionPool | None = None, clock: Callable[[], int] | None = None,
+                 rng_key: str = "") -> None:
+        """``clock()``: the virtual epoch ms SQL's 'now' reads; ``rng_key`` seeds SQL's ``random()`` (the
+        simulation's seed and the object's name: one seed, one journal)."""
         self._conn: sqlite3.Connection | None = None
         self._image: bytes | None = None  # the parked database: zlib.compress(conn.serialize(), 1)
         self._kv_ready = False
         self._pool = pool
         self._ticks = 0  # progress-handler calls in the current statement
         self._raised: BaseException | None = None  # what the progress handler caught, for ``_runaway``
+        self._auth = Authorizer()
+        self._clock = clock or (lambda: 0)
+        self._rng_key = rng_key
+        self._rng: random.Random | None = None
+
+    def _random(self) -> random.Random:
+        if self._rng is None:
+            self._rng = random.Random(f"sql:{self._rng_key}")
+        return self._rng
 
     def _tick(self) -> bool:
         try:
@@ -113,8 +128,12 @@ class Database:
             conn = self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             sql_step_limit()  # a bad $ALARMKIT_SQL_STEP_LIMIT is refused here, not at the first long query
             conn.set_progress_handler(self._tick, _TICK)
+            conn.set_authorizer(self._auth)
+            _sqlclock.install(conn, self._clock, self._random)
+            # workerd's SQLite is built with SQLITE_DEFAULT_FOREIGN_KEYS=1 (build/BUILD.sqlite3): enforced
+            conn.execute("PRAGMA foreign_keys = ON" + INTERNAL)
             if self._image is None:
-                conn.execute("PRAGMA page_size=512")  # small pages keep many small databases cheap
+                conn.execute("PRAGMA page_size=512" + INTERNAL)  # small pages keep many small databases cheap
             else:
                 conn.deserialize(zlib.decompress(self._image))
                 self._image = None
@@ -136,65 +155,92 @@ class Database:
     def _begin(self) -> None:
         conn = self.conn
         if not conn.in_transaction:
-            conn.execute("BEGIN")
+            conn.execute("BEGIN" + INTERNAL)
 
     def commit(self) -> None:
         conn = self._conn  # a parked database has nothing uncommitted
         if conn is not None and conn.in_transaction:
-            conn.execute("COMMIT")
+            conn.execute("COMMIT" + INTERNAL)
+
+    def savepoint(self) -> None:
+        """Open a savepoint inside the implicit transaction (``Storage.tx_begin``: one per transaction API call)."""
+        self._begin()
+        self.conn.execute("SAVEPOINT alarmkit_tx" + INTERNAL)
+
+    def release(self, commit: bool) -> None:
+        """Close the innermost savepoint, keeping or undoing its writes."""
+        conn = self.conn
+        if not commit:
+            conn.execute("ROLLBACK TO alarmkit_tx" + INTERNAL)
+            self._kv_ready = False  # the savepoint may be the one that created _cf_KV
+        conn.execute("RELEASE alarmkit_tx" + INTERNAL)
 
     def rollback(self) -> None:
         conn = self._conn
         if conn is not None and conn.in_transaction:
-            conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK" + INTERNAL)
             self._kv_ready = False  # the rolled-back transaction may be the one that created _cf_KV
 
     # -- SQL ---------------------------------------------------------------------------
     def exec(self, sql: str, params: tuple) -> Cursor:
+        """The object's ``sql.exec``: every statement of ``sql`` in order (the bindings go to the last), under
+        workerd's authorizer; the last statement's rows. Errors carry workerd's texts (``_sqlrules``)."""
         if not isinstance(sql, str):
             raise SqlError(f"sql.exec needs an SQL string, got {sql!r}")
-        if _TX_STATEMENT.match(sql):
-            raise SqlError(
-                f"{sql.split()[0].upper()} is not allowed in sql.exec: writes between two awaits "
-                "already commit together; use ctx.storage.transaction_sync(fn) for an explicit one"
-            )
+        stmts = split_statements(sql)
+        if not stmts:
+            raise SqlError(NO_STATEMENT)
         self._begin()
+        written, cur = 0, None
+        for i, stmt in enumerate(stmts):
+            cur = self._run(stmt, params if i == len(stmts) - 1 else ())
+            written += cur.rows_written
+        cur.rows_written = written
+        return cur
+
+    def _run(self, stmt: str, params: tuple) -> Cursor:
+        if stmt.endswith(INTERNAL):
+            stmt += " "  # never one of alarmkit's own cached statements (prepared unchecked)
+        conn, auth = self.conn, self._auth
+        auth.start(stmt)
         try:
-            cur = self._conn.execute(sql, params)
+            cur = conn.execute(stmt, params)
             cols = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall() if cols else []
         except sqlite3.ProgrammingError as err:
-            if "one statement" in str(err) and not params:
-                self._script(sql)
-                return Cursor([], [], 0)
-            raise SqlError(f"{err} (in {sql!r} with params {params!r})") from None
-        except (sqlite3.Error, OverflowError) as err:  # OverflowError: an int SQLite's 64 bits cannot hold
-            raise (isinstance(err, sqlite3.Error) and _runaway(self, sql, err)
-                   or SqlError(f"{err} (in {sql!r} with params {params!r})")) from None
+            if "number of bindings" in str(err):
+                raise SqlError(WRONG_BINDINGS) from None
+            raise SqlError(str(err)) from None
+        except sqlite3.Error as err:
+            if auth.refused is not None:
+                raise SqlError(auth.refused) from None
+            raise _runaway(self, stmt, err) or SqlError(workerd_text(err, conn, stmt)) from None
+        except OverflowError as err:  # an int SQLite's 64 bits cannot hold
+            raise SqlError(f"{err} (in {stmt!r} with params {params!r})") from None
+        finally:
+            auth.stop()
         return Cursor(cols, rows, cur.rowcount if cur.rowcount > 0 else 0)
 
-    def _script(self, sql: str) -> None:
-        # executescript would COMMIT our transaction; run the statements one by one instead
-        for stmt in sql.split(";"):
-            if stmt.strip():
-                try:
-                    self.conn.execute(stmt)
-                except sqlite3.Error as err:
-                    raise _runaway(self, stmt, err) or SqlError(f"{err} (in {stmt.strip()!r})") from None
+    def size(self) -> int:
+        """``sql.databaseSize``: (pages - free pages) x page size, as workerd's ``getDatabaseSize``."""
+        conn = self.conn
+        pages = conn.execute("SELECT (SELECT * FROM pragma_page_count) - (SELECT * FROM pragma_freelist_count)"
+                             + INTERNAL).fetchone()[0]
+        return pages * conn.execute("PRAGMA page_size" + INTERNAL).fetchone()[0]
 
     # -- KV ----------------------------------------------------------------------------
     def _kv(self) -> None:
         if not self._kv_ready:
             self._begin()
             self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID"
+                "CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID" + INTERNAL
             )
             self._kv_ready = True
 
     def kv_get(self, key: str) -> Any:
         _check_key(key)
         self._kv()
-        row = self.conn.execute("SELECT value FROM _cf_KV WHERE key = ?", (key,)).fetchone()
+        row = self.conn.execute("SELECT value FROM _cf_KV WHERE key = ?" + INTERNAL, (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def kv_put(self, key: str, value: Any) -> None:
@@ -208,18 +254,18 @@ class Database:
             ) from None
         self._kv()
         self._begin()  # a write joins the implicit transaction (without it, autocommit: a crash kept it)
-        self.conn.execute("INSERT OR REPLACE INTO _cf_KV (key, value) VALUES (?, ?)", (key, text))
+        self.conn.execute("INSERT OR REPLACE INTO _cf_KV (key, value) VALUES (?, ?)" + INTERNAL, (key, text))
 
     def kv_delete(self, key: str) -> bool:
         _check_key(key)
         self._kv()
         self._begin()
-        return self.conn.execute("DELETE FROM _cf_KV WHERE key = ?", (key,)).rowcount > 0
+        return self.conn.execute("DELETE FROM _cf_KV WHERE key = ?" + INTERNAL, (key,)).rowcount > 0
 
     def kv_list(self, prefix: str = "") -> dict[str, Any]:
         self._kv()
         rows = self.conn.execute(
-            "SELECT key, value FROM _cf_KV WHERE key >= ? AND key < ? ORDER BY key",
+            "SELECT key, value FROM _cf_KV WHERE key >= ? AND key < ? ORDER BY key" + INTERNAL,
             (prefix, prefix + "\U0010ffff"),
         ).fetchall()
         return {k: json.loads(v) for k, v in rows}
@@ -228,19 +274,19 @@ class Database:
         """``deleteAll()``: every table (KV and SQL) dropped, in the open transaction."""
         self._begin()
         conn = self.conn
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'" + INTERNAL)]
         for name in names:
-            conn.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"')
+            conn.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"' + INTERNAL)
         self._kv_ready = False
 
     def read(self, sql: str, params: tuple = ()) -> list[dict]:
-        """Committed rows, for inspection from outside the object (never inside a transaction)."""
-        try:
-            cur = self.conn.execute(sql, params)
-            cols = [d[0] for d in cur.description] if cur.description else []
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
-        except sqlite3.Error as err:
-            raise _runaway(self, sql, err) or SqlError(f"{err} (in {sql!r})") from None
+        """Committed rows, for inspection from outside the object (never inside a transaction): one statement,
+        under the same authorizer as the object's own (its cached statements are shared with them)."""
+        if not isinstance(sql, str):
+            raise SqlError(f"a read needs an SQL string, got {sql!r}")
+        self.conn  # noqa: B018 - opens (or unparks) the connection
+        cur = self._run(sql.strip(" \t\n\r\v\f"), params)
+        return list(cur)
 
 
 def _check_key(key: Any) -> None:

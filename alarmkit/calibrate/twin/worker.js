@@ -12,6 +12,7 @@
 //   /state?obj=                               -> ledger leases, getAlarm(), lab switches
 //   /drop_alarm?obj=                          -> ledger deleteAlarm() (simulates a lost alarm)
 //   /probe/NAME?obj=&...                      -> Probe operations, see Probe.op()
+//   /sql/OP?obj=&...                          -> SqlProbe operations, see SqlProbe.op()
 // Objects whose name starts with "probe" are Probe objects unless cls says otherwise.
 
 import { DurableObject } from "cloudflare:workers";
@@ -636,6 +637,104 @@ export class FidNoAlarm extends FidBase {}
 // name, so the namespace's className and uniqueKey (and its stored alarms) stay while alarm() is gone.
 export class FidDeploy extends Fid {}
 
+// ---------------------------------------------------------------------------------------------
+// SqlProbe: the SQL layer (sql_probes.py): which statements workerd's authorizer refuses and with
+// what text, SQL error texts, SQL's clock and randomness, transactionSync rolling back a row and an
+// alarm. Routes: /sql/OP?obj=&...  (items: a JSON list of [sql, ...bindings]).
+// ---------------------------------------------------------------------------------------------
+export class SqlProbe extends DurableObject {
+  async alarm(info) {
+    this.ctx.storage.kv.put("fires", (this.ctx.storage.kv.get("fires") || 0) + 1);
+    this.ctx.storage.kv.put("fired_at", Date.now());
+  }
+
+  async op(name, p) {
+    const st = this.ctx.storage;
+    const sql = st.sql;
+    const now = Date.now();
+    switch (name) {
+      case "exec_each": {
+        // every item in its own try: the rows, or the error's name and message (kv=1: a KV write first,
+        // which makes the _cf_KV table exist)
+        if (p.kv) st.kv.put("k", 1);
+        const out = [];
+        for (const [q, ...bindings] of JSON.parse(p.items)) {
+          try {
+            const cur = sql.exec(q, ...bindings);
+            out.push({ ok: true, rows: cur.toArray() });
+          } catch (e) {
+            out.push({ ok: false, error: errInfo(e) });
+          }
+        }
+        return { now, results: out };
+      }
+      case "time": {
+        const row = sql.exec(`SELECT unixepoch() AS unixepoch, unixepoch('now') AS unixepoch_now,
+          datetime('now') AS datetime_now, CURRENT_TIMESTAMP AS current_timestamp, CURRENT_DATE AS current_date,
+          CURRENT_TIME AS current_time, date('now') AS date_now, time('now') AS time_now,
+          julianday('now') AS julianday_now, strftime('%s', 'now') AS strftime_s, strftime('%Y-%m-%d %H:%M:%f', 'now') AS strftime_f,
+          datetime() AS datetime_noarg, typeof(random()) AS random_type, length(randomblob(8)) AS randomblob_len,
+          unixepoch('subsec') AS unixepoch_subsec`).one();
+        return { now, row };
+      }
+      case "txsync": {
+        // transactionSync(() => { INSERT; kv.put; setAlarm(now + rel) not awaited; throw }): what survives,
+        // and when the setAlarm promise settles against the caller's own awaits
+        const order = [];
+        sql.exec("CREATE TABLE IF NOT EXISTS r (a INTEGER)");
+        let thrown = null;
+        try {
+          st.transactionSync(() => {
+            sql.exec("INSERT INTO r VALUES (1)");
+            st.kv.put("in_tx", 1);
+            const pr = st.setAlarm(now + p.rel);
+            pr.then(() => order.push("setAlarm resolved"), (e) => order.push(`setAlarm rejected: ${e.message}`));
+            order.push("throw");
+            throw new Error("txsync probe");
+          });
+        } catch (e) {
+          thrown = errInfo(e);
+          order.push("caught");
+        }
+        for (let i = 1; i <= 4; i++) {
+          await null;
+          order.push(`after await ${i}`);
+        }
+        const alarm = await st.getAlarm();
+        order.push("after await getAlarm()");
+        await new Promise((r) => setTimeout(r, 0));
+        order.push("after await setTimeout(0)");
+        return {
+          now, thrown, order, alarm: alarm === null ? null : alarm - now,
+          rows: sql.exec("SELECT count(*) AS n FROM r").one().n, kv: st.kv.get("in_tx") ?? null,
+        };
+      }
+      case "txsync_ok": {
+        // the same without the throw: the row and the alarm commit
+        // and, for comparison, when a setAlarm made outside any transaction settles
+        const order = [];
+        sql.exec("CREATE TABLE IF NOT EXISTS r (a INTEGER)");
+        st.transactionSync(() => {
+          sql.exec("INSERT INTO r VALUES (1)");
+          st.setAlarm(now + p.rel).then(() => order.push("setAlarm in the transaction resolved"));
+        });
+        order.push("committed");
+        st.setAlarm(now + p.rel).then(() => order.push("setAlarm outside resolved"));
+        for (let i = 1; i <= 4; i++) {
+          await null;
+          order.push(`after await ${i}`);
+        }
+        const alarm = await st.getAlarm();
+        return { now, order, alarm: alarm === null ? null : alarm - now, rows: sql.exec("SELECT count(*) AS n FROM r").one().n };
+      }
+      case "get":
+        return { now, alarm: await st.getAlarm(), fires: st.kv.get("fires") ?? 0, fired_at: st.kv.get("fired_at") ?? null };
+      default:
+        return { error: `unknown sql op ${name}` };
+    }
+  }
+}
+
 function intParam(u, k) {
   const v = u.searchParams.get(k);
   if (v === null || v === "") return undefined;
@@ -693,6 +792,14 @@ export default {
         const fstub = fns.get(fns.idFromName(obj));
         try {
           return Response.json(await fstub.op(u.pathname.slice("/fid/".length), probeParams(u)));
+        } catch (e) {
+          return Response.json({ thrown: errInfo(e), now: Date.now() });
+        }
+      }
+      if (u.pathname.startsWith("/sql/")) {
+        const sstub = env.SQLPROBE.get(env.SQLPROBE.idFromName(obj));
+        try {
+          return Response.json(await sstub.op(u.pathname.slice("/sql/".length), probeParams(u)));
         } catch (e) {
           return Response.json({ thrown: errInfo(e), now: Date.now() });
         }

@@ -18,7 +18,8 @@ import itertools
 from typing import Any, Callable
 
 from ...runtime import DurableObject, Future
-from ...errors import Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsHostLost, JsValueError, WorkerUnsupported
+from ...errors import (Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsHostLost, JsValueError,
+                       SqlError, WorkerUnsupported)
 from .._base import Request, Response
 from ._facet_ops import FACET
 from ._storage_ops import apply_op
@@ -31,7 +32,8 @@ def _error_info(err: BaseException) -> dict:
         return {"name": err.js_name, "message": str(err)}
     if isinstance(err, TypeError):  # NoAlarmHandler: workerd's assertCanSetAlarm throws a TypeError
         return {"name": "TypeError", "message": str(err)}
-    if isinstance(err, (Aborted, ObjectCrashed, FacetAlarmError)):  # workerd rejects a reset object's callers with a plain Error
+    if isinstance(err, (Aborted, ObjectCrashed, FacetAlarmError, SqlError)):  # workerd rejects a reset object's callers with a plain Error
+        # (and its SQL errors are plain Errors: SqlStorageRegulator::onError, the sql_errors probe)
         return {"name": "Error", "message": str(err)}
     return {"name": type(err).__name__, "message": str(err)}
 

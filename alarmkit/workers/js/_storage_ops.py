@@ -51,16 +51,14 @@ def _sql(obj: Any, query: str, params: list) -> dict:
 
 
 def _tx(obj: Any, what: str) -> None:
-    db = _db(obj)
-    obj.ctx._host.wrote()
+    """A JS transaction's savepoint, through the runtime's one rule (``Storage.tx_begin``/``tx_end``): a
+    rollback undoes its SQL, its KV writes and the alarm it staged (the ops ride ahead of this one)."""
+    _db(obj)  # the object is alive
+    storage = obj.ctx.storage
     if what == "begin":
-        db._begin()
-        db.conn.execute("SAVEPOINT alarmkit_js_tx")
-    elif what == "commit":
-        db.conn.execute("RELEASE alarmkit_js_tx")
+        storage.tx_begin()
     else:
-        db.conn.execute("ROLLBACK TO alarmkit_js_tx")
-        db.conn.execute("RELEASE alarmkit_js_tx")
+        storage.tx_end(what == "commit")
 
 
 def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imported: no cycle)
@@ -106,7 +104,7 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
     elif kind == "sql":
         return _sql(obj, op[2], op[3])
     elif kind == "dbsize":
-        return len(_db(obj).conn.serialize())
+        return obj.ctx.storage.sql.database_size
     elif kind == "getAlarm":
         return obj.ctx._host.visible_alarm()
     elif kind == "tx":

@@ -138,9 +138,7 @@ class JsSql:
 
     @property
     def databaseSize(self) -> int:
-        pages = self._sql.exec("PRAGMA page_count").one()
-        size = self._sql.exec("PRAGMA page_size").one()
-        return next(iter(pages.values())) * next(iter(size.values()))
+        return self._sql.database_size
 
 
 class JsStorage:
@@ -194,13 +192,7 @@ class JsStorage:
         """Every key and SQL table gone; the alarm too from compatibility date 2026-02-24 (workerd's
         ``deleteAllDeletesAlarm``, src/workerd/api/actor-state.c++ ``DurableObjectStorage::deleteAll``)."""
         _options(options, kw, {"allowUnconfirmed", "noCache"}, "storage.deleteAll")
-        sql = self._s.sql
-        tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").to_list()
-        for row in tables:
-            if row["name"] == "_cf_KV":
-                sql.exec("DELETE FROM _cf_KV")
-            else:
-                sql.exec(f'DROP TABLE IF EXISTS "{row["name"].replace(chr(34), chr(34) * 2)}"')
+        self._s.delete_all(alarm=False)  # keys and tables (workerd's _cf_ tables are out of the object's SQL)
         if self._compat >= DELETE_ALL_DELETES_ALARM:
             return self._s.delete_alarm()
         return self._s.sync()

@@ -184,6 +184,10 @@ class Storage {
     // (actor-state.c++) where the profile says so; any other rides with the report (no round trip)
     if (this._noAlarm) syncOp(["setAlarm", this._iid, alarmTime(t)]);
     else S.report.ops.push(["setAlarm", this._iid, alarmTime(t)]);
+    // workerd's promise settles two microtasks later: a .then() on it runs after the caller's second await
+    // (the sql_txsync probe, workerd 1.20261117.1), in a transaction or not
+    await null;
+    await null;
   }
   async deleteAlarm() {
     S.report.ops.push(["deleteAlarm", this._iid]);
