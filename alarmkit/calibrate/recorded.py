@@ -23,7 +23,8 @@ from ..journal import Journal, check_duckdb_file
 from .calibration import Calibration, load_tables, save
 from .workerd import DEFAULT_VERSION
 
-__all__ = ["DATA_DIR", "is_calibration", "reference", "reference_path", "write_reference", "fidelity_path", "fidelity_reference"]
+__all__ = ["DATA_DIR", "is_calibration", "reference", "reference_path", "write_reference", "fidelity_path", "fidelity_reference",
+           "sql_path", "sql_reference"]
 
 BLOCK_SIZE = 16_384
 
@@ -78,7 +79,7 @@ def reference(path: Optional[str | Path] = None) -> Calibration:
         from .catalogue import PROBES
         from .importer import import_result
 
-        for name, result in fidelity_reference().items():
+        for name, result in {**fidelity_reference(), **sql_reference()}.items():
             if name not in cal.observed:
                 cal.observed[name] = result
                 cal.real_runs[name] = import_result(journal, name, result, cal.version, dict(PROBES[name].kwargs))
@@ -94,6 +95,20 @@ def fidelity_path(version: str = DEFAULT_VERSION) -> Path:
 def fidelity_reference(version: str = DEFAULT_VERSION) -> dict[str, dict]:
     """The recorded fidelity probe results by probe name ({} when there is no such file)."""
     p = fidelity_path(version)
+    if not p.is_file():
+        return {}
+    return json.loads(p.read_text())["results"]
+
+
+def sql_path(version: str = DEFAULT_VERSION) -> Path:
+    """``sql-workerd-VERSION.json``: the SQL probes' results on real workerd (``sql_probes.py``), kept as plain
+    JSON beside the fidelity probes' (a file of their own: each set is recorded on its own day)."""
+    return data_dir() / f"sql-workerd-{version}.json"
+
+
+def sql_reference(version: str = DEFAULT_VERSION) -> dict[str, dict]:
+    """The recorded SQL probe results by probe name ({} when there is no such file)."""
+    p = sql_path(version)
     if not p.is_file():
         return {}
     return json.loads(p.read_text())["results"]
