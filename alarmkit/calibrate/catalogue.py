@@ -33,7 +33,7 @@ from .fid_probes import (
     probe_ctor_fail, probe_delete_all, probe_deploy_removes_alarm, probe_lateness_many, probe_long_alarm,
     probe_no_alarm_class, probe_same_instant, probe_turn_abort,
 )
-from .sql_probes import probe_sql_auth, probe_sql_errors, probe_sql_setalarm_order, probe_sql_time, probe_sql_txsync
+from .sql_probes import probe_sql_auth, probe_sql_errors, probe_sql_time, probe_sql_txsync
 from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
@@ -111,7 +111,6 @@ PROBES: dict[str, ProbeSpec] = {
     "sql_errors": ProbeSpec(probe_sql_errors, {}),
     "sql_time": ProbeSpec(probe_sql_time, {}),
     "sql_txsync": ProbeSpec(probe_sql_txsync, {}),
-    "sql_setalarm_order": ProbeSpec(probe_sql_setalarm_order, {}),
 }
 
 QUICK = [n for n, s in PROBES.items() if not s.long]

@@ -15,7 +15,7 @@ from typing import Any
 from .polling import new_name
 
 __all__ = ["AUTH_ITEMS", "ERROR_ITEMS", "SQL_FACTS", "probe_sql_auth", "probe_sql_errors", "probe_sql_time",
-           "probe_sql_setalarm_order", "probe_sql_txsync", "sql_op"]
+           "probe_sql_txsync", "sql_op"]
 
 # Each item is [sql, ...bindings], run in its own try on one fresh object after SETUP (a table t, a KV
 # write so that _cf_KV exists). Refused ones leave nothing behind; allowed ones may (the list is ordered so).
@@ -103,8 +103,10 @@ def probe_sql_time(wd: Any) -> dict:
 
 def probe_sql_txsync(wd: Any, rel_ms: int = 500, observe_s: float = 2.0) -> dict:
     """``transactionSync(() => { INSERT; kv.put; setAlarm(now + rel_ms) (not awaited); throw })``: is the row,
-    the key, the alarm kept; when does the setAlarm promise settle; does the alarm fire? Then the same
-    without the throw on another object: both kept, and it fires."""
+    the key, the alarm kept; does the alarm fire? Then the same without the throw on another object: both
+    kept, and it fires. ``order``/``ok_order``: when the setAlarm promises settle against the caller's own
+    awaits (JavaScript microtasks: the Python twin has none and gives None, so they are not among the facts;
+    tests/workers/js/test_js_sql.py holds the JavaScript host to the recorded order)."""
     obj = new_name(wd, "sql-txsync")
     r = sql_op(wd, "txsync", obj, rel=rel_ms)
     ok_obj = new_name(wd, "sql-txsync-ok")
@@ -112,23 +114,10 @@ def probe_sql_txsync(wd: Any, rel_ms: int = 500, observe_s: float = 2.0) -> dict
     wd.sleep(observe_s)
     after, ok_after = sql_op(wd, "get", obj), sql_op(wd, "get", ok_obj)
     return {"probe": "sql_txsync", "obj": obj, "t0_ms": r.get("now"), "t0_is": "Date.now() in the request",
-            "rel_ms": rel_ms, "thrown": (r.get("thrown") or {}).get("message"),
+            "rel_ms": rel_ms, "thrown": (r.get("thrown") or {}).get("message"), "order": r.get("order"),
             "alarm_after": r.get("alarm"), "rows_after": r.get("rows"), "kv_after": r.get("kv"),
-            "fires": after.get("fires"), "ok_alarm": ok.get("alarm"), "ok_rows": ok.get("rows"),
+            "fires": after.get("fires"), "ok_order": ok.get("order"), "ok_alarm": ok.get("alarm"), "ok_rows": ok.get("rows"),
             "ok_fires": ok_after.get("fires"), "events": []}
-
-
-def probe_sql_setalarm_order(wd: Any, rel_ms: int = 60_000) -> dict:
-    """When a ``setAlarm`` promise settles against the caller's own awaits (``await null`` four times): made
-    inside a ``transactionSync`` that throws, inside one that commits, and outside any. JavaScript's
-    microtasks: the Python twin cannot transcribe them and says so (not run)."""
-    r = sql_op(wd, "txsync", new_name(wd, "sql-order"), rel=rel_ms)
-    ok = sql_op(wd, "txsync_ok", new_name(wd, "sql-order-ok"), rel=rel_ms)
-    if r.get("order") is None or ok.get("order") is None:
-        return {"probe": "sql_setalarm_order", "not_run": "the Python twin has no JavaScript microtasks; "
-                "run `alarmkit calibrate --reference --js-host` for this probe"}
-    return {"probe": "sql_setalarm_order", "obj": None, "t0_ms": r.get("now"), "rolled_back": r["order"],
-            "committed": ok["order"], "events": []}
 
 
 SQL_FACTS = {
@@ -147,6 +136,4 @@ SQL_FACTS = {
         "the caller gets": r["thrown"], "getAlarm() after": r["alarm_after"],
         "rows after": r["rows_after"], "kv after": r["kv_after"], "fires": r["fires"],
         "committed: getAlarm()": r["ok_alarm"], "committed: rows": r["ok_rows"], "committed: fires": r["ok_fires"]},
-    "sql_setalarm_order": lambda r: {"in a transactionSync that throws": r["rolled_back"],
-                                     "in one that commits, and outside any": r["committed"]},
 }

@@ -1,8 +1,8 @@
 """The ``SqlProbe`` class of ``twin/worker.js`` transcribed into a simulated object, line for line (the
 SQL probes, ``sql_probes.py``). :class:`~alarmkit.calibrate.simbackend.SimWorkerd` serves it on ``/sql/OP``.
 The one thing it cannot transcribe is the order of JavaScript microtasks (when a ``setAlarm`` promise
-settles against the caller's awaits): its ``order`` is None, and the ``sql_setalarm_order`` probe is
-judged under the JavaScript host only (``alarmkit calibrate --reference --js-host``)."""
+settles against the caller's awaits): its ``order`` is None, and that order is held by the JavaScript host's
+tests (tests/workers/js/test_js_sql.py) against the recorded one."""
 
 from __future__ import annotations
 

@@ -281,12 +281,18 @@ class Database:
 
     def read(self, sql: str, params: tuple = ()) -> list[dict]:
         """Committed rows, for inspection from outside the object (never inside a transaction): one statement,
-        under the same authorizer as the object's own (its cached statements are shared with them)."""
+        trusted as alarmkit's own (``_cf_KV`` can be read), kept apart from the object's cached statements."""
         if not isinstance(sql, str):
             raise SqlError(f"a read needs an SQL string, got {sql!r}")
-        self.conn  # noqa: B018 - opens (or unparks) the connection
-        cur = self._run(sql.strip(" \t\n\r\v\f"), params)
-        return list(cur)
+        conn = self.conn
+        try:
+            cur = conn.execute(sql + INTERNAL, params)
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+        except sqlite3.ProgrammingError as err:
+            raise SqlError(WRONG_BINDINGS if "number of bindings" in str(err) else str(err)) from None
+        except sqlite3.Error as err:
+            raise _runaway(self, sql, err) or SqlError(workerd_text(err, conn, sql)) from None
 
 
 def _check_key(key: Any) -> None:

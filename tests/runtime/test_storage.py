@@ -85,7 +85,9 @@ def test_transaction_sync_rolls_back_only_its_own_writes():
 
 def test_explicit_transactions_are_refused_with_the_way_out():
     sim, s = stub()
-    with pytest.raises(SqlError, match="BEGIN is not allowed in sql.exec.*transaction_sync"):
+    # workerd's SqlStorageRegulator::allowTransactions text (the sql_auth probe, workerd 1.20261117.1)
+    with pytest.raises(SqlError, match=r"^To execute a transaction, please use the state\.storage\.transaction\(\) or "
+                                       r"state\.storage\.transactionSync\(\) APIs instead of the SQL BEGIN"):
         sim.call(s.explicit_begin())
 
 

@@ -43,7 +43,7 @@ def test_sql_cursor_transaction_sync_and_errors(probe):
     assert out["first"] == {"k": "a", "v": 1} and out["rest"] == [{"k": "b", "v": 2}, {"k": "c", "v": 3}]
     assert out["raw"] == [["a", 1], ["b", 2], ["c", 3]] and out["iter"] == [1, 2, 3]
     assert out["oneErr"] == "Expected exactly one result from SQL query, but got multiple results."
-    assert out["sqlErr"] == "no such table: missing"
+    assert out["sqlErr"] == "no such table: missing: SQLITE_ERROR"  # workerd's dbErrorMessage (the sql_errors probe)
     assert out["total"] == 6                                              # the throwing transactionSync rolled back
     assert sim.inspect(p).sql("SELECT SUM(v) AS s FROM t") == [{"s": 6}]  # committed at the end of the turn
 
