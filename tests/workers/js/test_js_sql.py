@@ -58,4 +58,4 @@ def test_sql_clock_and_randomness_follow_the_seed_and_errors_are_plain_errors(js
     assert a[0]["r"] != other[0]["r"] and a[0]["b"] != other[0]["b"] and len(a[0]["b"]) == 8
     assert a[2] == [[True, "Error", "Error", "not authorized: SQLITE_AUTH"],
                     [True, "Error", "Error", 'near "SELEC": syntax error at offset 0: SQLITE_ERROR'],
-                    [True, "Error", "Error", "To execute a transaction, please use the state.storage.tran"]]
+                    [True, "Error", "Error", "To execute a transaction, please use the state.storage.trans"]]
