@@ -17,6 +17,7 @@ unchecked, to the object's code: a user text ending so gets a space added (a dif
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import sqlite3
 import sys
@@ -149,7 +150,7 @@ class Authorizer:
 
     def start(self, sql: str) -> None:
         self.active, self.refused = True, None
-        m = _RENAME_TO.match(sql)
+        m = _RENAME_TO.match(sql) if sql[:5].lower() == "alter" else None  # (statements start after whitespace)
         self._rename_to = m.group(1) if m else None
 
     def stop(self) -> None:
@@ -263,11 +264,12 @@ _TOKENS = re.compile(r"""'(?:[^']|'')*'?|"(?:[^"]|"")*"?|`(?:[^`]|``)*`?|\[[^\]]
 _WS = " \t\n\r\v\f"
 
 
-def split_statements(sql: str) -> list[str]:
+@functools.lru_cache(maxsize=2048)  # an object runs the same few texts again and again
+def split_statements(sql: str) -> tuple[str, ...]:
     """The statements of ``sql`` in order, as workerd prepares them one after another: each starts after the
     whitespace that follows the one before (so an error's offset counts from there); a ``;`` ends a statement
     only where SQLite would (``sqlite3.complete_statement``: not inside a string, a comment or a trigger's
-    body). Pieces that hold only comments are not statements; [] if none is left."""
+    body). Pieces that hold only comments are not statements; () if none is left."""
     out, start = [], 0
     for m in _TOKENS.finditer(sql):
         if m.group() != ";" or not sqlite3.complete_statement(sql[start:m.end()]):
@@ -279,7 +281,7 @@ def split_statements(sql: str) -> list[str]:
     if start < len(sql):
         out.append(sql[start:])
     out = [s.lstrip(_WS) for s in out]
-    return [s for s in out if _has_code(s)]
+    return tuple(s for s in out if _has_code(s))
 
 
 def _has_code(stmt: str) -> bool:

@@ -190,18 +190,21 @@ class Database:
         stmts = split_statements(sql)
         if not stmts:
             raise SqlError(NO_STATEMENT)
-        self._begin()
-        written, cur = 0, None
-        for i, stmt in enumerate(stmts):
-            cur = self._run(stmt, params if i == len(stmts) - 1 else ())
-            written += cur.rows_written
-        cur.rows_written = written
+        self._begin()  # opens the connection (or unparks it) and joins the implicit transaction
+        if len(stmts) == 1:
+            return self._run(stmts[0], params)
+        written = 0
+        for stmt in stmts[:-1]:
+            written += self._run(stmt, ()).rows_written
+        cur = self._run(stmts[-1], params)
+        cur.rows_written += written
         return cur
 
     def _run(self, stmt: str, params: tuple) -> Cursor:
         if stmt.endswith(INTERNAL):
             stmt += " "  # never one of alarmkit's own cached statements (prepared unchecked)
-        conn, auth = self.conn, self._auth
+        conn, auth = self._conn, self._auth  # open: exec began the transaction
+        self._ticks = 0  # each statement has the whole step limit
         auth.start(stmt)
         try:
             cur = conn.execute(stmt, params)

@@ -147,10 +147,14 @@ def test_the_issues_four_texts():
 
 
 def test_several_statements_run_in_order_and_return_the_last_ones_rows():
-    assert split_statements("SELECT 1; SELECT ';' AS s; -- c\n") == ["SELECT 1;", "SELECT ';' AS s;"]
+    assert split_statements("SELECT 1; SELECT ';' AS s; -- c\n") == ("SELECT 1;", "SELECT ';' AS s;")
     trig = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END; SELECT 2"
-    assert split_statements(trig) == ["CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;", "SELECT 2"]
-    assert split_statements("  /* only */ -- comments\n ;") == []
+    assert split_statements(trig) == ("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;", "SELECT 2")
+    assert split_statements("  /* only */ -- comments\n ;") == ()
+    sim, b = box()
+    sim.call(b.setup())
+    assert sim.call(b.run("CREATE TABLE m (a); INSERT INTO m VALUES (4), (5); SELECT a FROM m WHERE a > ?", 4)) == \
+        [{"a": 5}]
 
 
 def test_sql_now_is_the_virtual_clock():
