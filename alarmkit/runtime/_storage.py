@@ -274,12 +274,15 @@ class Database:
         return {k: json.loads(v) for k, v in rows}
 
     def delete_all(self) -> None:
-        """``deleteAll()``: every table (KV and SQL) dropped, in the open transaction."""
+        """``deleteAll()``: every view and table dropped (KV's ``_cf_KV`` too; indexes and triggers go with their
+        tables), in the open transaction, as workerd resets the whole database."""
         self._begin()
         conn = self.conn
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'" + INTERNAL)]
-        for name in names:
-            conn.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"' + INTERNAL)
+        rows = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'table') "
+                            "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'table'" + INTERNAL).fetchall()
+        for kind, name in rows:
+            # IF EXISTS: an fts5 table's shadow tables went with it
+            conn.execute(f'DROP {kind.upper()} IF EXISTS "{name.replace(chr(34), chr(34) * 2)}"' + INTERNAL)
         self._kv_ready = False
 
     def read(self, sql: str, params: tuple = ()) -> list[dict]:
