@@ -8,8 +8,9 @@ connection define functions that shadow the built-in ones, and the keywords ``CU
 ``date``, ``time``, ``datetime``, ``julianday``, ``unixepoch``, ``strftime`` and the three keywords: a call
 whose time value is 'now' (or absent) is answered by SQLite's own function, on a scratch connection, with
 the virtual time in its place as a Julian day number (exact to the ms); any other call goes there
-unchanged. Not covered (docs/runtime.md): the ``'localtime'`` modifier reads the machine's time zone
-(workerd runs in UTC), and ``timediff`` (SQLite 3.43; this Python's SQLite may not have it).
+unchanged; ``timediff`` (SQLite 3.43+) likewise where this Python's SQLite has it, and ``unixepoch('subsec')``
+(3.42+) is 'now'. Not covered (docs/runtime.md): the ``'localtime'`` modifier reads the machine's time zone
+(workerd runs in UTC).
 
 On workerd 'now' is the machine's real clock (its VFS is the native one): the ``sql_time`` probe records
 that it reads as ``Date.now()`` to the second there, as the virtual clock does here.
@@ -30,8 +31,10 @@ _MAX_BLOB = 4 * 1024 * 1024  # workerd's SQLITE_LIMIT_LENGTH (setupSecurity)
 _DATE_FUNCS = {"date": 0, "time": 0, "datetime": 0, "julianday": 0, "unixepoch": 0, "strftime": 1}
 _KEYWORDS = {"current_timestamp": "datetime", "current_date": "date", "current_time": "time"}
 _NUMERIC_MODS = ("unixepoch", "auto", "julianday")  # only valid after a numeric time value: after 'now', NULL
+_SUBSEC = ("subsec", "subsecond")
 
 _local = threading.local()
+_TIMEDIFF: list = [None]  # does this SQLite have timediff() (3.43+)? Asked once
 
 
 def _builtin(name: str, args: tuple) -> Any:
@@ -49,7 +52,10 @@ def _date_func(name: str, clock: Callable[[], int]) -> Callable[..., Any]:
     def fn(*args: Any) -> Any:
         if len(args) > at:
             value = args[at]
-            if not (isinstance(value, str) and value.lower() == "now"):
+            word = value.lower() if isinstance(value, str) else None
+            if word in _SUBSEC:  # SQLite 3.42+: unixepoch('subsec') is 'now' to the ms
+                return _builtin(name, args[:at] + (_EPOCH_JD + clock() / 86_400_000, value) + args[at + 1:])
+            if word != "now":
                 return _builtin(name, args)
             mods = args[at + 1:]
             if mods and isinstance(mods[0], str) and mods[0].strip().lower() in _NUMERIC_MODS:
@@ -64,6 +70,23 @@ def _date_func(name: str, clock: Callable[[], int]) -> Callable[..., Any]:
     return fn
 
 
+def _timediff(clock: Callable[[], int]) -> Callable[..., Any]:
+    """``timediff(a, b)`` (SQLite 3.43+): either time value may be 'now'."""
+    def fn(*args: Any) -> Any:
+        jd = _EPOCH_JD + clock() / 86_400_000
+        return _builtin("timediff", tuple(jd if isinstance(a, str) and a.lower() == "now" else a for a in args))
+
+    return fn
+
+
+def _has_timediff() -> bool:
+    try:
+        _builtin("timediff", ("2026-01-01", "2026-01-01"))
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
 def _keyword(name: str, clock: Callable[[], int]) -> Callable[[], Any]:
     func = _KEYWORDS[name]
     return lambda: _builtin(func, (_EPOCH_JD + clock() / 86_400_000,))
@@ -76,6 +99,10 @@ def install(conn: sqlite3.Connection, clock: Callable[[], int], rng: Callable[[]
         conn.create_function(name, -1, _date_func(name, clock))
     for name in _KEYWORDS:
         conn.create_function(name, 0, _keyword(name, clock))
+    if _TIMEDIFF[0] is None:
+        _TIMEDIFF[0] = _has_timediff()
+    if _TIMEDIFF[0]:
+        conn.create_function("timediff", 2, _timediff(clock))
 
     def sql_random() -> int:
         return rng().getrandbits(64) - 2**63  # SQLite's: a signed 64-bit integer
