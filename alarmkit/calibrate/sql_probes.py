@@ -52,6 +52,14 @@ ERROR_ITEMS = [
     ["SELEC 1"], ["SELECT * FROM nope"], ["SELECT nope FROM t"], ["INSERT INTO u VALUES ('x')"],
     ["SELECT ?", 1, 2], ["SELECT ?, ?", 1], ["SELECT 1; SELECT 2"], ["SELECT 1; SELEC 2"], ["CREATE TABLE m (a); INSERT INTO m VALUES (1); SELECT a FROM m"], [""], ["   "], ["-- just a comment"],
     ["CREATE TABLE t (a)"], ["INSERT INTO t VALUES (1, 2)"], ["SELECT * FROM t WHERE a = :x", 1],
+    # workerd's limits (SqliteDatabase::setupSecurity: sqlite3_limit)
+    ["SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6 UNION SELECT 7"],
+    ["SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5"], ["SELECT ?101 AS v", 1],
+    ["SELECT length(hex(zeroblob(2097153))) AS n"], ["SELECT length(hex(zeroblob(2097152))) AS n"],
+    ["SELECT length(randomblob(4194305)) AS n"],
+    ["SELECT 'x' LIKE '" + "a" * 51 + "' AS m"],
+    ["SELECT " + ", ".join(f"{i} AS c{i}" for i in range(101))],
+    ["PRAGMA foreign_keys = OFF"], ["PRAGMA foreign_keys"],
 ]
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 __all__ = ["install"]
 
 _EPOCH_JD = 2440587.5  # the Julian day number of 1970-01-01T00:00:00Z
-_MAX_BLOB = 4 * 1024 * 1024  # workerd's SQLITE_LIMIT_LENGTH (setupSecurity)
+_MAX_BLOB = 16 * 1024 * 1024  # workerd's SQLite: SQLITE_MAX_ALLOCATION_SIZE=16777216 (build/BUILD.sqlite3)
 # name -> position of the time value among the arguments
 _DATE_FUNCS = {"date": 0, "time": 0, "datetime": 0, "julianday": 0, "unixepoch": 0, "strftime": 1}
 _KEYWORDS = {"current_timestamp": "datetime", "current_date": "date", "current_time": "time"}
@@ -113,7 +113,7 @@ def install(conn: sqlite3.Connection, clock: Callable[[], int], rng: Callable[[]
         except (TypeError, ValueError):
             n = 1
         if n > _MAX_BLOB:
-            raise ValueError(f"randomblob({n}) is past workerd's 4 MiB value limit")
+            raise ValueError(f"randomblob({n}) is past workerd's 16 MiB allocation limit")
         return rng().randbytes(max(n, 1))
 
     conn.create_function("random", 0, sql_random)

@@ -23,7 +23,7 @@ import sqlite3
 import sys
 from typing import Optional
 
-__all__ = ["Authorizer", "INTERNAL", "TX_REFUSED", "NO_STATEMENT", "WRONG_BINDINGS", "split_statements",
+__all__ = ["Authorizer", "INTERNAL", "LIMITS", "set_limits", "TX_REFUSED", "NO_STATEMENT", "WRONG_BINDINGS", "split_statements",
            "workerd_text"]
 
 INTERNAL = " -- alarmkit"  # the end of every statement alarmkit runs for itself (see the module docstring)
@@ -163,6 +163,24 @@ class Authorizer:
             self.refused = TX_REFUSED
             return _DENY
         return _OK if authorized(action, p1, p2, db, self._rename_to) else _DENY
+
+
+# SqliteDatabase::setupSecurity's sqlite3_limit calls. Not SQLITE_LIMIT_LENGTH (4 MiB there): the sql_errors
+# probe found it not in force on workerd 1.20261117.1 (hex(zeroblob(2097153)), 4,194,306 bytes, was returned)
+LIMITS = {
+    "SQLITE_LIMIT_SQL_LENGTH": 100_000, "SQLITE_LIMIT_COLUMN": 100,
+    "SQLITE_LIMIT_EXPR_DEPTH": 100, "SQLITE_LIMIT_COMPOUND_SELECT": 5, "SQLITE_LIMIT_VDBE_OP": 25_000,
+    "SQLITE_LIMIT_FUNCTION_ARG": 127, "SQLITE_LIMIT_ATTACHED": 0, "SQLITE_LIMIT_LIKE_PATTERN_LENGTH": 50,
+    "SQLITE_LIMIT_VARIABLE_NUMBER": 100, "SQLITE_LIMIT_TRIGGER_DEPTH": 10, "SQLITE_LIMIT_WORKER_THREADS": 0,
+}
+
+
+def set_limits(conn: sqlite3.Connection) -> None:
+    """workerd's limits on ``conn`` (each where this Python's sqlite3 names it)."""
+    for name, value in LIMITS.items():
+        category = getattr(sqlite3, name, None)
+        if category is not None:
+            conn.setlimit(category, value)
 
 
 # -- error texts ----------------------------------------------------------------------------------------------

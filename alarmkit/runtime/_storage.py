@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import AlarmkitError, SqlError
 from . import _sqlclock
-from ._sqlrules import INTERNAL, NO_STATEMENT, WRONG_BINDINGS, Authorizer, split_statements, workerd_text
+from ._sqlrules import INTERNAL, NO_STATEMENT, WRONG_BINDINGS, Authorizer, set_limits, split_statements, workerd_text
 
 __all__ = ["Database", "Cursor", "SqlError", "ConnectionPool"]
 
@@ -129,6 +129,7 @@ class Database:
             sql_step_limit()  # a bad $ALARMKIT_SQL_STEP_LIMIT is refused here, not at the first long query
             conn.set_progress_handler(self._tick, _TICK)
             conn.set_authorizer(self._auth)
+            set_limits(conn)
             _sqlclock.install(conn, self._clock, self._random)
             # workerd's SQLite is built with SQLITE_DEFAULT_FOREIGN_KEYS=1 (build/BUILD.sqlite3): enforced
             conn.execute("PRAGMA foreign_keys = ON" + INTERNAL)
