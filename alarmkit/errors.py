@@ -63,7 +63,8 @@ class HandlerTimeout(AlarmkitError):
 
 
 class SqlError(AlarmkitError):
-    """An SQL statement failed (bad syntax, constraint, missing table...)."""
+    """An SQL statement failed (bad syntax, constraint, missing table...), or workerd's SQL authorizer refused it:
+    the message is workerd's text (docs/errors.md, "SQL refusals"). In JavaScript it is a plain ``Error``."""
 
 
 class FacetsUnavailable(AlarmkitError, AttributeError):
