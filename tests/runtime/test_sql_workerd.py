@@ -196,3 +196,53 @@ def test_transaction_sync_that_throws_rolls_back_the_row_the_key_and_the_alarm()
     sim2.advance(2_000)
     fired = sim2.events().query("kind == 'fire'")
     assert list(fired["t_ms"]) == [502]
+
+
+class Nest(DurableObject):
+    async def arm(self, at):
+        await self.ctx.storage.set_alarm(at)
+
+    async def nested(self):
+        st = self.ctx.storage
+
+        def inner():
+            st.delete_alarm()
+            raise ValueError("inner")
+
+        def outer():
+            st.set_alarm(9_000)
+            try:
+                st.transaction_sync(inner)
+            except ValueError:
+                pass
+            return st.get_alarm()
+
+        inside = await st.transaction_sync(outer)
+        return inside, await st.get_alarm()
+
+    async def delete_rolled_back(self):
+        st = self.ctx.storage
+
+        def body():
+            st.delete_alarm()
+            raise ValueError("no")
+
+        try:
+            st.transaction_sync(body)
+        except ValueError:
+            pass
+        return await st.get_alarm()
+
+    async def alarm(self, info):
+        pass
+
+
+def test_a_rolled_back_delete_alarm_keeps_the_alarm_and_savepoints_nest():
+    sim = Simulation(seed=0, fire_latency="exact")
+    n = sim.namespace("NEST", Nest).get("n")
+    sim.call(n.arm(5_000))
+    assert sim.call(n.delete_rolled_back()) == 5_000
+    # the inner savepoint's delete is undone, the outer's set_alarm(9_000) stays and commits
+    assert sim.call(n.nested()) == (9_000, 9_000)
+    sim.run(until=20_000)
+    assert list(sim.events().query("kind == 'fire'")["t_ms"]) == [9_002]
