@@ -88,7 +88,7 @@ class ConnectionPool:
 class Database:
     """The durable part of one object. Survives eviction and restarts; instances do not."""
 
-    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "_raised", "__weakref__")
+    __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "_raised", "savepoints", "__weakref__")
 
     def __init__(self, pool: ConnectionPool | None = None) -> None:
         self._conn: sqlite3.Connection | None = None
@@ -97,6 +97,7 @@ class Database:
         self._pool = pool
         self._ticks = 0  # progress-handler calls in the current statement
         self._raised: BaseException | None = None  # what the progress handler caught, for ``_runaway``
+        self.savepoints = 0  # explicit transactions open (``_txn.Savepoint``): the turn's commit waits for them
 
     def _tick(self) -> bool:
         try:
@@ -140,11 +141,12 @@ class Database:
 
     def commit(self) -> None:
         conn = self._conn  # a parked database has nothing uncommitted
-        if conn is not None and conn.in_transaction:
+        if conn is not None and conn.in_transaction and not self.savepoints:
             conn.execute("COMMIT")
 
     def rollback(self) -> None:
         conn = self._conn
+        self.savepoints = 0  # a reset ends the open explicit transactions with the implicit one
         if conn is not None and conn.in_transaction:
             conn.execute("ROLLBACK")
             self._kv_ready = False  # the rolled-back transaction may be the one that created _cf_KV

@@ -11,9 +11,11 @@ in the JS host the whole turn runs inside one Python step, so no other event can
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ...errors import AlarmkitError
+from ...runtime import Savepoint
 from ._facet_ops import facet_op
 
 __all__ = ["apply_op", "MAX_LOGS"]
@@ -50,17 +52,20 @@ def _sql(obj: Any, query: str, params: list) -> dict:
     return {"cols": cur.column_names, "rows": rows, "read": len(rows), "written": cur.rows_written}
 
 
+_SAVEPOINTS: "weakref.WeakKeyDictionary[Any, list[Savepoint]]" = weakref.WeakKeyDictionary()
+
+
 def _tx(obj: Any, what: str) -> None:
-    db = _db(obj)
-    obj.ctx._host.wrote()
+    """An explicit transaction of the JS object: the runtime's ``Savepoint`` (rows, KV and the alarm roll back together)."""
+    stack = _SAVEPOINTS.setdefault(obj, [])
     if what == "begin":
-        db._begin()
-        db.conn.execute("SAVEPOINT alarmkit_js_tx")
+        stack.append(Savepoint(obj.ctx._host))
+    elif not stack:
+        raise AlarmkitError(f"the JavaScript host ended a transaction that is not open ({what})")
     elif what == "commit":
-        db.conn.execute("RELEASE alarmkit_js_tx")
+        stack.pop().commit()
     else:
-        db.conn.execute("ROLLBACK TO alarmkit_js_tx")
-        db.conn.execute("RELEASE alarmkit_js_tx")
+        stack.pop().rollback()
 
 
 def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imported: no cycle)

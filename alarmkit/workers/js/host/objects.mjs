@@ -79,11 +79,18 @@ class SqlStorage {
   }
 }
 
+// setAlarm's argument as workerd takes a kj::Date (jsg/value.h DateWrapper: a Date or a number, else
+// util.c++'s "parameter 1 is not of type 'date'"; finite; int64 nanoseconds; truncated toward zero), then
+// actor-state.c++'s "<= 0": the texts of runtime/_object.py alarm_time, observed on workerd 1.20261117.1
 function alarmTime(t) {
-  const ms = t instanceof RealDate ? t.getTime() : t;
-  if (typeof ms !== "number" || !Number.isFinite(ms)) {
-    throw new TypeError("The value cannot be converted because it is not a valid Date.");
-  }
+  let ms;
+  if (t instanceof RealDate) ms = t.getTime();
+  else if (typeof t === "number") ms = t;
+  else throw new TypeError("Failed to execute 'setAlarm' on 'DurableObjectStorage': parameter 1 is not of type 'date'.");
+  if (!Number.isFinite(ms)) throw new TypeError("The value cannot be converted because it is not a valid Date.");
+  if (ms * 1e6 >= 2 ** 63) throw new TypeError("This API doesn't support dates after 2189.");
+  if (ms * 1e6 <= -(2 ** 63)) throw new TypeError("This API doesn't support dates before 1687.");
+  ms = Math.trunc(ms);
   if (ms <= 0) throw new TypeError("setAlarm() cannot be called with an alarm time <= 0");
   return ms;
 }
@@ -160,17 +167,39 @@ class Storage {
     syncOp(["tx", this._iid, "commit"]);
     return out;
   }
+  // workerd's asyncTransactionImpl (actor-state.c++): the body runs inside blockConcurrencyWhile; a throw
+  // rolls back (rows, keys and the alarm: runtime/_txn.py) and the caller gets the body's error, without
+  // resetting the object; txn.rollback() returns, may be called again, and the call resolves with the
+  // body's value; after it, txn's other calls throw "Cannot <op> on rolled back transaction"
   async transaction(fn) {
-    syncOp(["tx", this._iid, "begin"]);
-    const txn = Object.create(this, { rollback: { value: () => { throw new Error("transaction rolled back"); } } });
-    try {
-      const out = await fn(txn);
-      syncOp(["tx", this._iid, "commit"]);
-      return out;
-    } catch (e) {
-      syncOp(["tx", this._iid, "rollback"]);
-      throw e;
-    }
+    const iid = this._iid;
+    let open = true;
+    const end = (what) => {
+      if (!open) return;
+      open = false;
+      syncOp(["tx", iid, what]);
+    };
+    const guard = (op, f) => (...args) => {
+      if (!open) throw new Error(`Cannot ${op} on rolled back transaction`);
+      return f.apply(this, args);
+    };
+    const txn = { rollback: () => end("rollback") };
+    for (const op of ["get", "put", "delete", "list", "getAlarm", "setAlarm", "deleteAlarm"]) txn[op] = guard(op, this[op]);
+    const run = (async () => {
+      syncOp(["tx", iid, "begin"]);
+      try {
+        const value = await fn(txn);
+        end("commit");
+        return { ok: true, value };
+      } catch (error) {
+        end("rollback");
+        return { ok: false, error };
+      }
+    })();
+    waitFor("bcw", run.then(() => null));
+    const r = await run;
+    if (!r.ok) throw r.error;
+    return r.value;
   }
   sync() {
     // resolves in a later turn, once the writes so far are committed (workerd: after the flush)
