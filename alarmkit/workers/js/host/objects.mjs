@@ -1,6 +1,6 @@
 // What an object sees: Request/Response across the pipe, ctx.storage (KV, SQL, the alarm), ctx,
 // ids, namespaces, stubs and env.
-import { S, attempt, clone, show, syncOp } from "./state.mjs";
+import { S, attempt, clone, decodeValue, encodeValue, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 
@@ -103,19 +103,19 @@ class SyncKvStorage {
   get(key) {
     checkKey(key);
     const v = syncOp(["get", this._iid, key]);
-    return v === null ? undefined : v;
+    return v === null ? undefined : decodeValue(v);
   }
   put(key, value) {
     checkKey(key);
-    if (value === undefined) throw new TypeError("storage.kv.put() needs a value (undefined cannot be stored)");
-    S.report.ops.push(["put", this._iid, key, clone(value)]);
+    if (value === undefined) throw new TypeError("put() called with undefined value.");
+    S.report.ops.push(["put", this._iid, key, encodeValue(value)]);
   }
   delete(key) {
     checkKey(key);
     return Boolean(syncOp(["delete", this._iid, key]));
   }
   list(options = {}) {
-    return syncOp(["list", this._iid, options])[Symbol.iterator]();
+    return syncOp(["list", this._iid, options]).map(([k, v]) => [k, decodeValue(v)])[Symbol.iterator]();
   }
 }
 
@@ -129,20 +129,21 @@ class Storage {
   async get(key) {
     if (Array.isArray(key)) {
       key.forEach(checkKey);
-      return new Map(Object.entries(syncOp(["get", this._iid, key])));
+      return new Map(Object.entries(syncOp(["get", this._iid, key])).map(([k, v]) => [k, decodeValue(v)]));
     }
     checkKey(key);
     const v = syncOp(["get", this._iid, key]);
-    return v === null ? undefined : v;
+    return v === null ? undefined : decodeValue(v);
   }
   async put(key, value) {
     if (typeof key === "object" && key !== null) {
-      for (const k of Object.keys(key)) S.report.ops.push(["put", this._iid, k, clone(key[k])]);
+      const entries = Object.keys(key).map((k) => [k, encodeValue(key[k])]); // all cloned before any is written
+      for (const [k, v] of entries) S.report.ops.push(["put", this._iid, k, v]);
       return;
     }
     checkKey(key);
-    if (value === undefined) throw new TypeError("storage.put() needs a value (undefined cannot be stored)");
-    S.report.ops.push(["put", this._iid, key, clone(value)]);
+    if (value === undefined) throw new TypeError("put() called with undefined value.");
+    S.report.ops.push(["put", this._iid, key, encodeValue(value)]);
   }
   async delete(key) {
     if (Array.isArray(key)) key.forEach(checkKey);
@@ -150,7 +151,7 @@ class Storage {
     return syncOp(["delete", this._iid, key]);
   }
   async list(options = {}) {
-    return new Map(syncOp(["list", this._iid, options]));
+    return new Map(syncOp(["list", this._iid, options]).map(([k, v]) => [k, decodeValue(v)]));
   }
   async deleteAll() {
     syncOp(["deleteAll", this._iid]);

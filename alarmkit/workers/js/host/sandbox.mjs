@@ -14,6 +14,7 @@ class VirtualDate extends RealDate {
     return S.now;
   }
 }
+Object.defineProperty(VirtualDate, "name", { value: "Date" }); // what x.constructor.name says in workerd
 globalThis.Date = VirtualDate;
 Object.defineProperty(globalThis, "performance", { value: { now: () => S.now - S.start, timeOrigin: S.start }, configurable: true });
 
