@@ -8,7 +8,14 @@ const OUT = Number(process.argv[3]);
 // now: the virtual clock, set by every message from Python; start: the simulation's start_ms
 // (performance.now() counts from it); cur: the instance whose turn is running (null: the stateless
 // worker); report: what the running turn did, sent to Python when it ends
-export const S = { now: 0, start: 0, cur: null, report: newReport() };
+export const S = { now: 0, start: 0, cur: null, report: newReport(), cpu: false, t0: 0n };
+
+// Date.now() while code runs: the virtual clock, which code does not move (the default), or with
+// Simulation(cpu_time="measured") the clock plus the real ms since the turn began, as on workerd
+// (docs/runtime.md, "The clock while code runs")
+export function clockNow() {
+  return S.cpu ? S.now + Number((process.hrtime.bigint() - S.t0) / 1000000n) : S.now;
+}
 
 export function newReport() {
   return { t: "turn", ops: [], done: [], timers: [], clear: [], waits: [], calls: [] };
@@ -112,7 +119,10 @@ export function recv() {
   const msg = JSON.parse(inBuf.toString("utf8", 4, end));
   inBuf.copy(inBuf, 0, end, inLen); // what came after this message (none while the two take turns)
   inLen -= end;
-  if (msg.now !== undefined) S.now = msg.now;
+  if (msg.now !== undefined) {
+    S.now = msg.now;
+    S.t0 = process.hrtime.bigint(); // the turn's start: cpu_time="measured" moves Date.now() from it
+  }
   return msg;
 }
 
