@@ -1,14 +1,14 @@
-"""Round 3 of the fidelity probes (issue 38): ``twin/round3.js`` run on real workerd and recorded.
+"""The round-3 fidelity probes: ``twin/round3.js`` (transactions, RPC errors, stored values, setAlarm's
+argument, a CPU loop) run unchanged on real workerd and recorded.
 
-``record(port)`` drives a workerd already serving ``round3.js`` (class ``R3`` bound as ``R3``, compatibility
-date 2026-09-01) and returns what each probe saw; ``python -m alarmkit.calibrate.round3 PORT OUT`` writes it as
-``data/round3-workerd-1.20261117.1.json``. ``load()`` reads the committed file; the tests compare the JS host
-with it (tests/workers/test_js_round3.py)."""
+``record(port, tag)`` drives a workerd already serving ``round3.js`` (class ``R3`` bound as ``R3``, compatibility
+date 2026-09-01) and returns what each probe saw; ``write(port, dest)`` records two runs into the JSON file
+committed as ``data/round3-workerd-1.20261117.1.json``. ``load()`` reads that file; the tests run the
+module in alarmkit's JavaScript host and compares (tests/workers/js/test_js_round3.py)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -54,8 +54,8 @@ def record(port: int, tag: str) -> dict:
     return out
 
 
-if __name__ == "__main__":  # pragma: no cover - run by hand against a workerd serving round3.js
-    port, dest = int(sys.argv[1]), Path(sys.argv[2])
+def write(port: int, dest: Path) -> None:  # pragma: no cover - run by hand against a workerd serving round3.js
+    """Record two runs (fresh objects each) into ``dest``."""
     runs = [record(port, f"r{i}") for i in range(2)]
     dest.write_text(json.dumps({"workerd": "1.20261117.1", "compat_date": "2026-09-01", "module": "twin/round3.js",
                                 "runs": runs}, indent=1, sort_keys=True) + "\n")

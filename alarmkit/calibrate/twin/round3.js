@@ -1,4 +1,4 @@
-// alarmkit calibration, round 3 (issue 38): one Durable Object module run unchanged on real workerd
+// alarmkit calibration, round 3: one Durable Object module run unchanged on real workerd
 // (alarmkit/calibrate/data/round3-workerd-1.20261117.1.json, recorded by alarmkit/calibrate/round3.py) and
 // in alarmkit's JavaScript host (tests/workers/test_js_round3.py).
 import { DurableObject } from "cloudflare:workers";

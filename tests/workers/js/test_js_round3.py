@@ -1,4 +1,4 @@
-"""Issue 38: transactions, errors, stored values and setAlarm's argument as real workerd has them.
+"""Round 3: transactions, errors, stored values and setAlarm's argument as real workerd has them.
 
 The module ``alarmkit/calibrate/twin/round3.js`` ran unchanged on workerd 1.20261117.1 (compatibility date
 2026-09-01, two runs, committed as ``alarmkit/calibrate/data/round3-workerd-1.20261117.1.json``); here the same
