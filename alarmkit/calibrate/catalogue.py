@@ -33,6 +33,7 @@ from .fid_probes import (
     probe_ctor_fail, probe_delete_all, probe_deploy_removes_alarm, probe_lateness_many, probe_long_alarm,
     probe_no_alarm_class, probe_same_instant, probe_turn_abort,
 )
+from .round3 import SPIN_MS, probe_round3
 from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
@@ -105,6 +106,9 @@ PROBES: dict[str, ProbeSpec] = {
     "lateness_many": ProbeSpec(probe_lateness_many, {}, long=True),
     # 16.5 minutes of real time: the 15-minute limit
     "long_alarm": ProbeSpec(probe_long_alarm, {}, long=True),
+    # round3.js: transactions, RPC errors, stored values, setAlarm's argument, a CPU loop (simulated in the
+    # JavaScript host, the loop charged a deterministic SPIN_MS: Simulation(cpu_time=...))
+    "round3": ProbeSpec(probe_round3, {}, sim={"cpu_time": SPIN_MS}),
 }
 
 QUICK = [n for n, s in PROBES.items() if not s.long]
