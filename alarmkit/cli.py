@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="params", type=_param, action="append", default=[], metavar="NAME=VALUE",
                      help="override a scenario parameter (JSON value)")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--cpu-time", type=_cpu_time, default=None, metavar="MS|measured",
+                     help="what running code costs the clock: MS per alarm() run (deterministic), or \"measured\" "
+                          "(each step's real time: not deterministic); default: nothing (docs/runtime.md)")
     run.add_argument("--max-work", type=_count, default=None, metavar="UNITS",
                      help="cap on the run's estimated work (default 2,000,000 units, about 1 GB); raise it for a bigger run")
     run.set_defaults(fn=cmd_run)
@@ -186,6 +189,23 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def _cpu_time(text: str) -> str | int:
+    """``--cpu-time``: "measured", or whole ms each alarm() run costs (runtime/_cpu.py checks the range)."""
+    from .runtime._cpu import CPU_FIXED_MAX_MS
+
+    if text == "measured":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes \"measured\" or whole ms per alarm() run in 0..{CPU_FIXED_MAX_MS:,}, "
+                                         f"got {text[:40]!r}") from None
+    if not 0 <= value <= CPU_FIXED_MAX_MS:
+        raise argparse.ArgumentTypeError(f"takes \"measured\" or whole ms per alarm() run in 0..{CPU_FIXED_MAX_MS:,}, "
+                                         f"got {text[:40]}")
+    return value
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -251,7 +271,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     journal = _open_journal(args.db)
     try:
         result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile,
-                              max_work=args.max_work or None, **params)
+                              max_work=args.max_work or None, cpu_time=args.cpu_time, **params)
         verdict = result.verdict  # said first: what the run's checks found (read while the journal is open)
     except (TypeError, ValueError, ArithmeticError) as err:
         if not params:

@@ -179,3 +179,25 @@ def test_a_measured_charge_takes_the_handlers_real_time():
 def test_cpu_time_is_checked(bad):
     with pytest.raises(ak.InvalidValue, match=r"^Simulation\(cpu_time=\.\.\.\) takes None"):
         ak.Simulation(cpu_time=bad)
+
+
+def test_the_cli_takes_cpu_time_and_refuses_bad_values_in_one_line(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "alarmkit", "run", "prod-set-early-throw-later", *args],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    for bad in ("fast", "-1", "900001", "1.5"):
+        p = run("--cpu-time", bad)
+        assert p.returncode == 2 and "Traceback" not in p.stderr
+        assert p.stderr.strip().splitlines()[-1] == (
+            "alarmkit: error: argument --cpu-time: takes \"measured\" or whole ms per alarm() run in 0..900,000, "
+            f"got {bad if bad.lstrip('-').isdigit() else repr(bad)}")
+    fixed = json.loads(run("--cpu-time", "500", "--json").stdout)
+    plain = json.loads(run("--json").stdout)
+    assert fixed["attempts"][0]["t_ms"] == plain["attempts"][0]["t_ms"] == 60_001
+    # the second object's first run waits for the first object's 500 ms run
+    assert [a["t_ms"] for a in fixed["attempts"][:2]] == [60_001, 60_501]
