@@ -59,12 +59,12 @@ def probe_round3(wd: Any) -> dict:
                 q["arg"] = json.dumps(arg)
             return wd.get("/r3", q, timeout=60.0)
     else:
-        ns = _simulated(wd)
-        if isinstance(ns, str):
-            return {"probe": "round3", "not_run": ns}
+        worker = _simulated(wd)
+        if isinstance(worker, str):
+            return {"probe": "round3", "not_run": worker}
 
         def call(op: str, name: str, arg: Any) -> Any:
-            stub = ns.get(name)
+            stub = worker.stub("R3", name)
             try:
                 return {"ok": wd.sim.call(getattr(stub, op)() if arg is None else getattr(stub, op)(arg))}
             except Exception as err:  # noqa: BLE001 - an answer, as the route gives it
@@ -75,17 +75,16 @@ def probe_round3(wd: Any) -> dict:
 
 
 def _simulated(wd: Any) -> Any:
-    """The R3 namespace in the backend's simulation (the JavaScript host), or why it cannot run."""
-    sim = wd.sim
-    if "R3" in sim.namespaces:  # the JavaScript twin (JsHostWorkerd) has loaded worker.js, R3 with it
-        return sim.namespaces["R3"]
+    """The JavaScript worker serving ``R3`` in the backend's simulation, or why it cannot run."""
+    worker = getattr(wd, "worker", None)  # the JavaScript twin (JsHostWorkerd): worker.js exports R3
+    if worker is not None and "R3" in worker.classes:
+        return worker
     from ..workers.js import available, load as load_js
 
     reason = available()
     if reason is not None:
         return f"the JavaScript host cannot run here ({reason})"
-    load_js(sim, MODULE, {"R3": "R3"})
-    return sim.namespaces["R3"]
+    return load_js(wd.sim, MODULE, {"R3": "R3"})
 
 
 def _loop(r: dict) -> dict:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InvalidValue
 
-__all__ = ["cpu_charge", "CPU_FIXED_MAX_MS"]
+__all__ = ["cpu_charge", "parse_cpu_time", "CPU_FIXED_MAX_MS"]
 
 CPU_FIXED_MAX_MS = 900_000  # workerd's wall-clock limit of one alarm() run: 15 minutes
 
@@ -27,4 +27,18 @@ def cpu_charge(value: Any) -> int:
         raise InvalidValue(f"Simulation(cpu_time=...) takes None (code costs no time), \"measured\" (each step's real "
                            f"time, not deterministic) or an int of ms per alarm() run in 0..{CPU_FIXED_MAX_MS:,}, "
                            f"got {value!r}")
+    return value
+
+
+def parse_cpu_time(text: str) -> str | int:
+    """``--cpu-time`` on the command line: "measured", or whole ms per ``alarm()`` run; ValueError naming the range."""
+    if text == "measured":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= CPU_FIXED_MAX_MS:
+        shown = text[:40] if text.lstrip("-").isdigit() else repr(text[:40])
+        raise ValueError(f"takes \"measured\" or whole ms per alarm() run in 0..{CPU_FIXED_MAX_MS:,}, got {shown}")
     return value
