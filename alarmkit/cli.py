@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="params", type=_param, action="append", default=[], metavar="NAME=VALUE",
                      help="override a scenario parameter (JSON value)")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--cpu-time", type=_cpu_time, default=None, metavar="MS|measured",
+                     help="code's cost to the clock: MS per alarm() run, or measured (docs/runtime.md)")
     run.add_argument("--max-work", type=_count, default=None, metavar="UNITS",
                      help="cap on the run's estimated work (default 2,000,000 units, about 1 GB); raise it for a bigger run")
     run.set_defaults(fn=cmd_run)
@@ -186,6 +188,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def _cpu_time(text: str) -> str | int:
+    from .runtime import parse_cpu_time
+
+    try:
+        return parse_cpu_time(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -251,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     journal = _open_journal(args.db)
     try:
         result = run_scenario(args.scenario, seed=args.seed, journal=journal, profile=args.profile,
-                              max_work=args.max_work or None, **params)
+                              max_work=args.max_work or None, cpu_time=args.cpu_time, **params)
         verdict = result.verdict  # said first: what the run's checks found (read while the journal is open)
     except (TypeError, ValueError, ArithmeticError) as err:
         if not params:

@@ -156,10 +156,13 @@ class JsError(AlarmkitError):
     ``fetch`` handler): ``js_name`` (``TypeError``...), the message, and ``js_stack``. Thrown in
     ``alarm()`` it is a counted failure, retried as workerd retries it."""
 
-    def __init__(self, message: str, js_name: str = "Error", js_stack: str = "") -> None:
+    def __init__(self, message: str, js_name: str = "Error", js_stack: str = "", js_message: str | None = None,
+                 js_props: dict | None = None) -> None:
         super().__init__(message)
         self.js_name = js_name
         self.js_stack = js_stack
+        self.js_message = message if js_message is None else js_message  # the JS error's own message (no name)
+        self.js_props = dict(js_props or {})  # its own fields that JSON carries (a ``code``...)
 
 
 class JsValueError(InvalidValue):

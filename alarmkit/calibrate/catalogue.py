@@ -34,6 +34,7 @@ from .fid_probes import (
     probe_no_alarm_class, probe_same_instant, probe_turn_abort,
 )
 from .sql_probes import probe_sql_auth, probe_sql_errors, probe_sql_time, probe_sql_txsync
+from .round3 import SPIN_MS, probe_round3
 from .workerd import DEFAULT_COMPAT_DATE
 
 __all__ = ["ProbeSpec", "PROBES", "QUICK", "LONG"]
@@ -111,6 +112,9 @@ PROBES: dict[str, ProbeSpec] = {
     "sql_errors": ProbeSpec(probe_sql_errors, {}),
     "sql_time": ProbeSpec(probe_sql_time, {}),
     "sql_txsync": ProbeSpec(probe_sql_txsync, {}),
+    # round3.js: transactions, RPC errors, stored values, setAlarm's argument, a CPU loop (simulated in the
+    # JavaScript host, the loop charged a deterministic SPIN_MS: Simulation(cpu_time=...))
+    "round3": ProbeSpec(probe_round3, {}, sim={"cpu_time": SPIN_MS}),
 }
 
 QUICK = [n for n, s in PROBES.items() if not s.long]

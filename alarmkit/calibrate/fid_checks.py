@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .round3 import round3_facts, round3_info
+
 __all__ = ["FID_FACTS", "FID_TIMINGS", "fid_info"]
 
 
@@ -56,6 +58,7 @@ FID_FACTS = {
     "deploy_removes_alarm": _deploy,
     "same_instant": _same, "delete_all_2026_11": _delete_all, "delete_all_2026_01": _delete_all,
     "lateness_many": lambda r: {"fires recorded": r["stats"].get("n")},
+    "round3": round3_facts,  # round3.py: transactions, RPC errors, stored values, setAlarm's argument, a CPU loop
 }
 
 
@@ -95,6 +98,8 @@ FID_TIMINGS = {
 
 
 def fid_info(name: str, r: dict) -> dict:
+    if name == "round3":
+        return round3_info(r)
     if name == "same_instant":
         return {"order (arming index of each fire)": r["order"], "lateness (ms)": r["late_ms"]}
     if name == "lateness_many":

@@ -219,7 +219,7 @@ class WorkerdProcess:
 
         # both files are alarmkit's own, in its work folder: a restart replaces them
         ours = lambda p: True  # noqa: E731
-        for module in ("worker.js", "deploy-v2.js"):
+        for module in ("worker.js", "deploy-v2.js", "round3.js"):
             write_bytes(self.workdir / module, (TWIN_DIR / module).read_bytes(), ours=ours, flag="workdir")
         cfg = self.workdir / "config.capnp"
         write_text(cfg, render_config(self.port, self.storage_dir, self.compat_date, self.compat_flags, self.deploy),

@@ -26,6 +26,8 @@ EVENT_KINDS = [
     "keepalive_fire", "revival", "deploy", "wake", "bucket",
     # Simulation(start_ms=...) at a real epoch; ctx.abort(reason, retry_alarm=...) (docs/runtime.md)
     "clock_start", "aborted",
+    # Simulation(cpu_time=...): code ran for ``detail.ms`` and the clock moved on (docs/runtime.md, "The clock while code runs")
+    "cpu",
 ]
 
 # DuckDB's row group is 122,880 rows. Appends smaller than one cost about 3x more per row (duckdb

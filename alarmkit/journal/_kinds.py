@@ -56,7 +56,7 @@ CLASS_OF: dict[str, str] = {
     "fault": "fault",
     "restart": "restart",
     "construct": "lifecycle", "call": "lifecycle", "evict": "lifecycle", "bucket": "lifecycle",
-    "clock_start": "lifecycle",
+    "clock_start": "lifecycle", "cpu": "lifecycle",
 }
 
 
@@ -65,7 +65,7 @@ CLASS_OF: dict[str, str] = {
 RUNTIME_KINDS = frozenset({
     "arm", "disarm", "fire", "fire_skipped", "handler_ok", "handler_error", "retry_scheduled", "abandoned",
     "revive", "effect", "crash", "facet_broken", "actor_broken", "aborted", "fault", "restart", "construct",
-    "call", "evict", "bucket", "clock_start", "wake",
+    "call", "evict", "bucket", "clock_start", "wake", "cpu",
 })
 
 

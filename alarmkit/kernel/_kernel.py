@@ -70,6 +70,10 @@ class Kernel:
         self.current: Task | None = None  # the task being stepped, for whoever asks
         self._ready_none = Ready(self, None)  # immutable, so one serves every checkpoint(None)
         self._instant_end: list[Callable[[], None]] = []  # see at_instant_end
+        # Simulation(cpu_time="measured"): a clock of real ns; each step's own time, in whole ms, is charged
+        # to the virtual clock (``charge``); None: code costs no virtual time (the deterministic default)
+        self.cpu_clock: Callable[[], int] | None = None
+        self.on_charge: Callable[[int, Callable, tuple], None] | None = None  # the runtime journals each charge
 
     @property
     def step_limit(self) -> int | None:
@@ -220,7 +224,10 @@ class Kernel:
                 if n > self._limit:
                     raise over_step_limit(self.now, self._limit, self._culprit(*ready[0]))
                 fn, args = ready.popleft()
-                fn(*args)
+                if self.cpu_clock is None:
+                    fn(*args)
+                else:
+                    self._timed(fn, args)
                 return True
             if self._instant_end and (not heap or heap[0] >> _SHIFT != self.now):
                 self._end_instant()  # may queue work or arm a timer
@@ -233,7 +240,7 @@ class Kernel:
                 continue
             t = key >> _SHIFT
             fn, args = entry
-            if t != self.now:
+            if t > self.now:  # (t < now only after a charge: the timer runs late, when the code is done)
                 self.now = t
                 self._steps = 1
             else:
@@ -242,8 +249,31 @@ class Kernel:
                     heappush(heap, key)  # not run: the simulation stays as it was
                     self._timers[key] = entry
                     raise over_step_limit(t, self._limit, self._culprit(fn, args))
-            fn(*args)
+            if self.cpu_clock is None:
+                fn(*args)
+            else:
+                self._timed(fn, args)
             return True
+
+    def _timed(self, fn: Callable, args: tuple) -> None:
+        """Run one step and charge its real time, in whole ms, to the virtual clock (cpu_time="measured")."""
+        clock = self.cpu_clock
+        began = clock()
+        try:
+            fn(*args)
+        finally:
+            ms = (clock() - began) // 1_000_000
+            if ms > 0:
+                self.charge(ms, fn, args)
+
+    def charge(self, ms: int, fn: Callable | None = None, args: tuple = ()) -> None:
+        """Code ran for ``ms`` ms: the clock moves on by that much at once, and the timers due meanwhile
+        run late, after it (one isolate, one thread: workerd's alarms wait for a busy isolate)."""
+        if ms.__class__ is not int or ms < 0:
+            raise InternalError(f"charge(ms) needs an int >= 0, got {ms!r}")
+        self.now += ms
+        if self.on_charge is not None:
+            self.on_charge(ms, fn, args)
 
     def run(self, until: int | None = None) -> None:
         """Process events until none are left, or until virtual time ``until`` (then now == until).
@@ -267,7 +297,7 @@ class Kernel:
         if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
             raise self._past_time_limit(start, until)
         if until is not None:
-            self.now = end
+            self.now = max(self.now, end)  # (a charge may have carried the clock past until)
         elif self.peek() != _INF:  # stopped at the time limit, not because nothing is left
             raise self._past_time_limit(start)
 

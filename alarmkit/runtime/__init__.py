@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ..kernel import Future, Task
 from ._object import AlarmInfo, DurableObject, DurableObjectState, ObjectId, Storage, alarm_time
+from ._txn import Savepoint, Transaction
+from ._cpu import parse_cpu_time
 from ._runtime import Inspector, Namespace, Simulation, Stub
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .faults import FaultPlan, Faults
@@ -18,7 +20,7 @@ from ._applied import entries, journal_summary, summary_line, unapplied
 
 __all__ = [
     "AlarmInfo", "DurableObject", "DurableObjectState", "Future", "Inspector", "Namespace", "ObjectId", "Simulation", "Storage",
-    "Stub", "Task", "alarm_time",
+    "Stub", "Task", "alarm_time", "Savepoint", "Transaction", "parse_cpu_time",
     "PROFILES", "Latency", "Profile", "get_profile", "FaultPlan", "Faults",
     # what a run's fault plan applied, for the wings above (explore's findings, the reports)
     "entries", "journal_summary", "summary_line", "unapplied",

@@ -101,10 +101,14 @@ class AlarmDelivery:
             try:
                 fut = coro.send(None)
             except StopIteration:
+                if self.cpu_ms:
+                    kernel.charge(self.cpu_ms, None, (host,))
                 host._touch()  # what _task_done does for a task
                 host.after_commit(self._alarm_end, None, data, None)
                 return
             except Exception as err:  # noqa: BLE001 - the handler's failure is the attempt's
+                if self.cpu_ms:
+                    kernel.charge(self.cpu_ms, None, (host,))
                 host._touch()
                 host.after_commit(self._alarm_end, None, data, err)
                 return
@@ -130,6 +134,8 @@ class AlarmDelivery:
 
     def _alarm_done(self, task: Task) -> None:
         host = task.data[0]
+        if self.cpu_ms:  # Simulation(cpu_time=N): the run cost N ms of the isolate's time
+            self.kernel.charge(self.cpu_ms, None, (host,))
         host._task_done(task)
         if self._watchdog is not None:
             self._unwatch()

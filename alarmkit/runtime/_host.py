@@ -245,6 +245,8 @@ class Host:
         if self.turn is not None:
             self.sim.kernel.cancel(self.turn)
             self.turn = None
+        if self._db is not None and self._db.savepoints:
+            return  # an explicit transaction is open (_txn): the turn commits after it ends
         self.commit()  # not inlined: FacetHost overrides it
         finishing, self.finishing = self.finishing, None
         if finishing:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
-from .._checks import MAX_MS, shown, text
+from .._checks import shown, text
 from ..journal import custom_event
 from ..kernel import Future, as_coro
 from ._storage import Cursor
+from ._txn import Savepoint, Transaction
 from ..errors import AlarmkitError, AlarmTimeError, NoAlarmHandler
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,41 +78,46 @@ class SqlStorage:
         return self._host.db.size()
 
 
+# workerd's setAlarm(kj::Date) argument (jsg/value.h DateWrapper::tryUnwrap and toKjDate, util.c++
+# typeErrorMessage); each text observed on workerd 1.20261117.1 (calibration probe set_alarm_values)
+SET_ALARM_NOT_A_DATE = "Failed to execute 'setAlarm' on 'DurableObjectStorage': parameter 1 is not of type 'date'."
+SET_ALARM_INVALID_DATE = "The value cannot be converted because it is not a valid Date."
+SET_ALARM_AFTER_2189 = "This API doesn't support dates after 2189."
+SET_ALARM_BEFORE_1687 = "This API doesn't support dates before 1687."
+# kj::Date holds int64 nanoseconds: a time is taken while ms * 1e6 < 2**63 (as a double), i.e. up to this ms
+SET_ALARM_LAST_MS = 9_223_372_036_854
+
+
 def alarm_time(value: Any, now: int) -> int:
-    """Validate a ``set_alarm`` argument; the stored time is ``max(t, now)`` (actor-state.c++).
-    Times past 2**53 ms are refused (``InvalidValue``): the journal could not hold them."""
-    if value.__class__ is int and 0 < value <= MAX_MS:  # the usual case, first and cheap
+    """Validate a ``set_alarm`` argument as workerd's ``setAlarm`` does, with its texts (then a hint):
+    a number or a Date only (not a string, None, a bool); finite; ``ms * 1e6`` inside int64 nanoseconds
+    (``SET_ALARM_LAST_MS``, "after 2189"); fractions truncated toward zero; then ``<= 0`` refused. The
+    stored time is ``max(t, now)`` (actor-state.c++)."""
+    if value.__class__ is int and 0 < value <= SET_ALARM_LAST_MS:  # the usual case, first and cheap
         return value if value > now else now
+    hint = f" (set_alarm() got {shown(value)}; pass epoch milliseconds such as ctx.now() + 5_000)"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise AlarmTimeError(
-            f"set_alarm() needs a time in epoch milliseconds (int or float), got {value!r}; "
-            "pass something like ctx.now() + 5_000"
-        )
+        raise AlarmTimeError(SET_ALARM_NOT_A_DATE + hint)
     if isinstance(value, float) and not math.isfinite(value):
-        # workerd's text for NaN (observed on workerd 2026-11-17), then ours naming the value
-        raise AlarmTimeError(
-            f"The value cannot be converted because it is not a valid Date. (set_alarm() got {value!r}, "
-            "which is not a finite time; pass epoch milliseconds such as ctx.now() + 5_000)"
-        )
-    if value <= 0:
+        raise AlarmTimeError(SET_ALARM_INVALID_DATE + hint)
+    if float(value) * 1e6 >= 2.0**63:
+        raise AlarmTimeError(SET_ALARM_AFTER_2189 + hint)
+    if float(value) * 1e6 <= -(2.0**63):
+        raise AlarmTimeError(SET_ALARM_BEFORE_1687 + hint)
+    ms = int(value)  # static_cast<int64_t>: toward zero (0.5 -> 0, -0.5 -> 0, 1.9 -> 1)
+    if ms <= 0:
         raise AlarmTimeError(SET_ALARM_NONPOSITIVE)
-    if value > MAX_MS:
-        raise AlarmTimeError(
-            f"set_alarm() got {shown(value)}, past the last time alarmkit can hold: alarm times are ms in 1..2**53 "
-            "(9,007,199,254,740,992, JavaScript's largest safe integer); pass something like ctx.now() + 5_000"
-        )
-    return max(int(math.floor(value)), now)
+    return max(ms, now)
 
 
 class Storage:
     """``ctx.storage``: SQL, KV and the object's one alarm."""
 
-    __slots__ = ("_host", "sql", "_tx")
+    __slots__ = ("_host", "sql")
 
     def __init__(self, host: Host) -> None:
         self._host = host
         self.sql = SqlStorage(host)
-        self._tx: list = []  # the staged alarm at each open savepoint, innermost last (tx_begin / tx_end)
 
     # -- KV (values are JSON-serialisable) ----------------------------------------------------
     def get(self, key: str | list[str]) -> Future:
@@ -165,30 +171,42 @@ class Storage:
         return fut
 
     def transaction_sync(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn()`` atomically: if it raises, its writes (SQL, KV and the alarm it set or deleted) are
-        rolled back and the error propagates (workerd: the ``sql_txsync`` probe)."""
-        self.tx_begin()
+        """Run ``fn()`` atomically: if it raises, its writes and the alarm it set or deleted are rolled
+        back and the error propagates (``_txn``: one rule for both hosts)."""
+        savepoint = Savepoint(self._host)
         try:
             result = fn()
         except BaseException:
-            self.tx_end(False)
+            savepoint.rollback()
             raise
-        self.tx_end(True)
+        savepoint.commit()
         return result
 
-    def tx_begin(self) -> None:
-        """Open a savepoint: the one rule every transaction API uses (``transaction_sync`` here, the JS host's
-        ``transactionSync``): its SQL and KV writes and the alarm staged meanwhile commit or roll back together."""
-        self._live().savepoint()
-        self._host.wrote()
-        self._tx.append(self._host.staged)
+    def transaction(self, fn: Callable[[Transaction], Awaitable[Any]]) -> Future:
+        """``await ctx.storage.transaction(fn)``: ``await fn(txn)`` with no other event delivered meanwhile
+        (workerd runs it inside ``blockConcurrencyWhile``). If it raises, its writes and alarm are rolled back
+        and the error propagates; ``txn.rollback()`` rolls them back and the call resolves with ``fn``'s value."""
+        host = self._host
+        host.check_alive()
+        storage = self
 
-    def tx_end(self, commit: bool) -> None:
-        """Close the innermost savepoint: keep its writes, or undo them and restore the alarm staged before it."""
-        staged = self._tx.pop()
-        self._host.db.release(commit)
-        if not commit:
-            self._host.staged = staged
+        async def body() -> tuple[bool, Any]:
+            savepoint = Savepoint(host)
+            try:
+                result = await fn(Transaction(storage, savepoint))
+            except Exception as err:  # packed away, as workerd does: a throw rolls back, it does not reset the object
+                savepoint.rollback()
+                return False, err
+            savepoint.commit()
+            return True, result
+
+        async def outcome() -> Any:
+            ok, value = await host.block_concurrency_while(body)
+            if not ok:
+                raise value
+            return value
+
+        return outcome()
 
     # -- the alarm -----------------------------------------------------------------------------
     def get_alarm(self) -> Future:
@@ -205,7 +223,7 @@ class Storage:
         now = kernel.now
         # alarm_time()'s usual case, inlined (with stage_alarm's cause and the handler's done() check,
         # 64,704 -> 62,846 instructions a lifecycle, valgrind, no journal)
-        if scheduled_time.__class__ is int and 0 < scheduled_time <= MAX_MS:
+        if scheduled_time.__class__ is int and 0 < scheduled_time <= SET_ALARM_LAST_MS:
             host.stage_alarm(scheduled_time if scheduled_time > now else now)
         else:
             host.stage_alarm(alarm_time(scheduled_time, now))

@@ -7,19 +7,21 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 import warnings
 from collections import Counter, deque
 from typing import Any, Callable
 
 from ..journal import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
-from ..kernel import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit
+from ..kernel import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit, task_of
 from .._checks import text, time_ms
 from ..journal import custom_event
 from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
 from ._celld import CelldScheduler
+from ._cpu import cpu_charge
 from ._facets import facets_of
-from ._host import Host, describe, on_interrupt
+from ._host import Host, describe, on_interrupt, owner
 from ._stubs import Env, Inspector, Namespace, Stub
 from ..kernel import Future, Kernel, Task, as_coro, wrap_awaitable
 from ._object import DurableObjectState, ObjectId
@@ -53,18 +55,27 @@ class Simulation(AlarmDelivery):
         step_limit: int | None = STEP_LIMIT,
         time_limit_ms: int | None = TIME_LIMIT_MS,
         start_ms: int = 0,
+        cpu_time: str | int | None = None,
         **profile_changes: Any,
     ) -> None:
         """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``).
         ``start_ms`` is the clock's first reading, in 0..2**53: 0 (the default), or a real epoch such as
         ``1_767_225_600_000`` so ``Date.now()``-style values look real; the journal then opens with a
-        ``clock_start`` event that figures subtract, so they show time since the start either way."""
+        ``clock_start`` event that figures subtract, so they show time since the start either way.
+        ``cpu_time``: what running code costs the virtual clock (docs/runtime.md, "The clock while code runs"):
+        None (the default: nothing, deterministic), ``"measured"`` (each step's real time in whole ms: ends
+        determinism) or an int of ms each ``alarm()`` run costs (deterministic, for teaching)."""
         _check_arguments(journal, faults, params)  # before anything is made: a bad one changes nothing
+        self.cpu_ms = cpu_charge(cpu_time)
         prof = get_profile(profile)
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
         self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
         self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
+        if cpu_time is not None and cpu_time != 0:
+            self.kernel.on_charge = self._charged
+            if cpu_time == "measured":
+                self.kernel.cpu_clock = time.perf_counter_ns
         self.seed = seed
         self.faults = faults or Faults()
         self.fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
@@ -113,6 +124,18 @@ class Simulation(AlarmDelivery):
             host.alarm_backend = self.scheduler
 
     # -- time -----------------------------------------------------------------------------
+    def _charged(self, ms: int, fn: Any, args: tuple) -> None:
+        """Journal a cpu charge: whose code ran, for how long (the fires it delayed show it as lateness)."""
+        what = "alarm()" if fn is None else describe(fn, args)
+        host = args[0] if fn is None and args else owner(task_of(fn, args))
+        for x in () if host is not None else args:
+            x = getattr(x, "host", x)  # a scheduler's entry holds its host
+            if isinstance(x, Host):
+                host = x
+                break
+        self.log("cpu", host, None, None, None, {"ms": ms, "mode": "measured" if fn is not None else "fixed",
+                                                "what": what})
+
     @property
     def now(self) -> int:
         return self.kernel.now

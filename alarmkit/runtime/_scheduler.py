@@ -23,6 +23,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._types import HostView as Host, SimView as Simulation  # views: the simulation builds schedulers
 
 WAITING, STARTED, FINISHED = "waiting", "started", "finished"
+# Same-instant delivery (calibration probes same_instant, round3 on workerd 1.20261117.1): 40 alarms due at
+# one ms started 2-11 ms late, spread over 2-7 ms, in an order neither arming nor id order, different in
+# every run: the scheduler hands them to the isolate one after another, each costing a fraction of a ms.
+# Model, under drawn fire latency and a seeded order: an instant's first fire takes its own draw L; the
+# instant draws a span S in SAME_INSTANT_SPREAD_MS, so each fire handed over costs c = S / 39 ms; the k-th
+# other object to join the instant starts at L + floor(u * (k + 1) * c), u uniform in [0, 1) (seeded, a
+# generator of its own: no other draw moves). Forty fires come out spread over S - 1 ms mostly (2-7 ms,
+# seeds 0-29: 2 to 7, the real range), in an order neither arming nor id order; two or three fires stay
+# in L's ms (c < 1), where the seeded order alone decides, as before this model.
+SAME_INSTANT_SPREAD_MS = (3, 8)
 
 
 class Entry:
@@ -78,6 +88,10 @@ class WorkerdScheduler:
         # Profile.same_instant_order "seeded": each fire timer's place among the timers of its instant is drawn
         # from a generator of its own (seeded from the run's seed, so the jitter and latency draws are unmoved)
         self._order = random.Random(f"same-instant:{sim.seed}") if sim.profile.same_instant_order == "seeded" else None
+        # the instants with a fire timer: due -> [first fire's latency, spread, its object] (see SAME_INSTANT_SPREAD_MS);
+        # only where latency is drawn (a fixed latency, "exact", keeps every fire at its round number)
+        self._instants: dict[int, list] | None = {} if self._order is not None and self._late is None else None
+        self._spread_rng = random.Random(f"same-instant-spread:{sim.seed}")
 
     # -- what user code sees ------------------------------------------------------------
     def get(self, host: Host) -> int | None:
@@ -172,7 +186,30 @@ class WorkerdScheduler:
     def _arm_timer(self, entry: Entry, due: int) -> None:
         # checkTimestamp: never fire before the scheduled time; then the delivery latency
         late = self._late if self._late is not None else self._draw(entry.host)
+        if self._instants is not None:
+            late = self._same_instant(entry, due, late)
         entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
+
+    def _same_instant(self, entry: Entry, due: int, late: int) -> int:
+        """The latency of ``entry``'s fire due at ``due`` (see SAME_INSTANT_SPREAD_MS): its own draw for the
+        instant's first object (or when that object's alarm is set there again), else the instant's first
+        latency plus the delivery cost of the fires handed over before it."""
+        instants = self._instants
+        group = instants.get(due)
+        rng = self._spread_rng
+        if group is None:
+            if len(instants) > 256:  # instants long past no longer gather fires
+                now = self.kernel.now
+                for old in [t for t in instants if t < now]:
+                    del instants[old]
+            # [first's latency, per-fire cost (ms), objects joined, first object]
+            instants[due] = [late, rng.randint(*SAME_INSTANT_SPREAD_MS) / 39, 0, entry.host]
+            return late
+        first, cost, joined, first_host = group
+        if entry.host is first_host:
+            return late
+        group[2] = joined = joined + 1
+        return first + int(rng.random() * (joined + 1) * cost)
 
     def _seq(self) -> int | None:
         """A fire timer's place among the timers at its instant: arming order (None), or with a seeded order,
@@ -219,7 +256,10 @@ class WorkerdScheduler:
             # two inlines, 62,846 -> 61,775 instructions a lifecycle, valgrind, no journal)
             now = self.kernel.now
             late = self._late if self._late is not None else self._draw(host)
-            entry.timer = self.kernel.call_at((at if at > now else now) + late, self._fire_cb, entry, seq=self._seq())
+            due = at if at > now else now
+            if self._instants is not None:
+                late = self._same_instant(entry, due, late)
+            entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
             return
         entry.status = FINISHED
         if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does

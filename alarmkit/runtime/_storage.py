@@ -91,7 +91,7 @@ class Database:
     """The durable part of one object. Survives eviction and restarts; instances do not."""
 
     __slots__ = ("_conn", "_image", "_kv_ready", "_pool", "_ticks", "_raised", "_auth", "_clock", "_rng_key", "_rng",
-                 "__weakref__")
+                 "savepoints", "__weakref__")
 
     def __init__(self, pool: ConnectionPool | None = None, clock: Callable[[], int] | None = None,
                  rng_key: str = "") -> None:
@@ -103,6 +103,7 @@ class Database:
         self._pool = pool
         self._ticks = 0  # progress-handler calls in the current statement
         self._raised: BaseException | None = None  # what the progress handler caught, for ``_runaway``
+        self.savepoints = 0  # explicit transactions open (``_txn.Savepoint``): the turn's commit waits for them
         self._auth = Authorizer()
         self._clock = clock or (lambda: 0)
         self._rng_key = rng_key
@@ -160,24 +161,12 @@ class Database:
 
     def commit(self) -> None:
         conn = self._conn  # a parked database has nothing uncommitted
-        if conn is not None and conn.in_transaction:
+        if conn is not None and conn.in_transaction and not self.savepoints:
             conn.execute("COMMIT" + INTERNAL)
-
-    def savepoint(self) -> None:
-        """Open a savepoint inside the implicit transaction (``Storage.tx_begin``: one per transaction API call)."""
-        self._begin()
-        self.conn.execute("SAVEPOINT alarmkit_tx" + INTERNAL)
-
-    def release(self, commit: bool) -> None:
-        """Close the innermost savepoint, keeping or undoing its writes."""
-        conn = self.conn
-        if not commit:
-            conn.execute("ROLLBACK TO alarmkit_tx" + INTERNAL)
-            self._kv_ready = False  # the savepoint may be the one that created _cf_KV
-        conn.execute("RELEASE alarmkit_tx" + INTERNAL)
 
     def rollback(self) -> None:
         conn = self._conn
+        self.savepoints = 0  # a reset ends the open explicit transactions with the implicit one
         if conn is not None and conn.in_transaction:
             conn.execute("ROLLBACK" + INTERNAL)
             self._kv_ready = False  # the rolled-back transaction may be the one that created _cf_KV

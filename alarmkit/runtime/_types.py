@@ -63,6 +63,7 @@ class HostView(Protocol):
     namespace: NamespaceView
     invocations: int
     db: Any
+    staged: Any
 
     def ensure_live(self) -> Any: ...
 
@@ -77,5 +78,9 @@ class HostView(Protocol):
     def stage_alarm(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def check_alive(self) -> None: ...
+
+    def wrote(self) -> None: ...
+
+    def block_concurrency_while(self, fn: Any) -> Any: ...
 
 

@@ -176,11 +176,13 @@ def run_scenario(
     profile: str | None = None,
     faults: Any = None,
     max_work: int | None = None,
+    cpu_time: Any = None,
     **params: Any,
 ) -> RunResult:
     """Run a named scenario; a ``RunResult`` (attempts, effects, event count, obligations, its summary).
     Without ``faults``, a scenario registered with a default plan runs under a fresh copy of it.
-    ``max_work`` caps the run's estimated work (``scenarios.work``; default 2 million units, about 1 GB)."""
+    ``max_work`` caps the run's estimated work (``scenarios.work``; default 2 million units, about 1 GB).
+    ``cpu_time`` is ``Simulation(cpu_time=...)``: what running code costs the clock (docs/runtime.md)."""
     from ..runtime import Simulation
 
     sc = check_params(name, params, max_work)
@@ -190,7 +192,7 @@ def run_scenario(
         faults = FaultPlan.from_dict(sc.faults)
     sim = Simulation(
         profile=profile or sc.profile, seed=seed, journal=journal, scenario=name,
-        params={**sc.params, **params}, faults=faults,
+        params={**sc.params, **params}, faults=faults, cpu_time=cpu_time,
     )
     try:
         summary = dict(sc.fn(sim, **params) or {})

@@ -16,6 +16,8 @@
 // Objects whose name starts with "probe" are Probe objects unless cls says otherwise.
 
 import { DurableObject } from "cloudflare:workers";
+import round3 from "./round3.js";
+export { R3 } from "./round3.js"; // the round-3 probes' object (calibrate/round3.py), behind /r3
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -759,6 +761,7 @@ export default {
     const obj = u.searchParams.get("obj") || "default";
     try {
       if (u.pathname === "/health") return Response.json({ ok: true, now: Date.now() });
+      if (u.pathname === "/r3") return round3.fetch(req, env);
       const cls = u.searchParams.get("cls") || (obj.startsWith("probe") ? "probe" : "ledger");
       const ns = cls === "probe" ? env.PROBE : env.LEDGER;
       const stub = ns.get(ns.idFromName(obj));

@@ -163,7 +163,8 @@ def load(sim: Any, path: str | os.PathLike, bindings: dict[str, Any] | None = No
     bridge = Bridge(sim, proc, services, objects)
     proc.send({"t": "load", "entry": str(p.resolve()), "esbuild": str(esbuild), "bindings": classes,
                "services": sorted(services), "objects": sorted(objects), "vars": jsvars, "refused": refused,
-               "seed": int(sim.seed), "start": sim.start_ms, "now": sim.now})
+               "seed": int(sim.seed), "start": sim.start_ms, "now": sim.now,
+               "cpu": sim.kernel.cpu_clock is not None})
     answer = proc.recv()
     if answer["t"] == "error":
         proc.close()

@@ -28,8 +28,11 @@ __all__ = ["Bridge", "JsObject"]
 
 
 def _error_info(err: BaseException) -> dict:
-    if isinstance(err, JsError):
-        return {"name": err.js_name, "message": str(err)}
+    if isinstance(err, JsError):  # a JS error crossing back to JS: its class name, bare message and own fields
+        info = {"name": err.js_name, "message": err.js_message}
+        if err.js_props:
+            info["props"] = err.js_props
+        return info
     if isinstance(err, TypeError):  # NoAlarmHandler: workerd's assertCanSetAlarm throws a TypeError
         return {"name": "TypeError", "message": str(err)}
     if isinstance(err, (Aborted, ObjectCrashed, FacetAlarmError, SqlError)):  # workerd rejects a reset object's callers with a plain Error
@@ -39,7 +42,8 @@ def _error_info(err: BaseException) -> dict:
 
 
 def _js_error(info: dict) -> JsError:
-    return JsError(f"{info.get('name', 'Error')}: {info.get('message', '')}", info.get("name", "Error"), info.get("stack", ""))
+    name, message = info.get("name", "Error"), info.get("message", "")
+    return JsError(f"{name}: {message}", name, info.get("stack", ""), message, info.get("props") or {})
 
 
 # an alarm event's JSON, formatted (see Bridge.event): iid, retry count, scheduled time, pid, now

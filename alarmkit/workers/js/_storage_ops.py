@@ -11,9 +11,11 @@ in the JS host the whole turn runs inside one Python step, so no other event can
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ...errors import AlarmkitError
+from ...runtime import Savepoint
 from ._facet_ops import facet_op
 
 __all__ = ["apply_op", "MAX_LOGS"]
@@ -50,15 +52,20 @@ def _sql(obj: Any, query: str, params: list) -> dict:
     return {"cols": cur.column_names, "rows": rows, "read": len(rows), "written": cur.rows_written}
 
 
+_SAVEPOINTS: "weakref.WeakKeyDictionary[Any, list[Savepoint]]" = weakref.WeakKeyDictionary()
+
+
 def _tx(obj: Any, what: str) -> None:
-    """A JS transaction's savepoint, through the runtime's one rule (``Storage.tx_begin``/``tx_end``): a
-    rollback undoes its SQL, its KV writes and the alarm it staged (the ops ride ahead of this one)."""
-    _db(obj)  # the object is alive
-    storage = obj.ctx.storage
+    """An explicit transaction of the JS object: the runtime's ``Savepoint`` (rows, KV and the alarm roll back together)."""
+    stack = _SAVEPOINTS.setdefault(obj, [])
     if what == "begin":
-        storage.tx_begin()
+        stack.append(Savepoint(obj.ctx._host))
+    elif not stack:
+        raise AlarmkitError(f"the JavaScript host ended a transaction that is not open ({what})")
+    elif what == "commit":
+        stack.pop().commit()
     else:
-        storage.tx_end(what == "commit")
+        stack.pop().rollback()
 
 
 def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imported: no cycle)

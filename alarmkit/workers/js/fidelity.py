@@ -45,7 +45,7 @@ class JsHostWorkerd(SimWorkerd):
         self.sim = Simulation(profile=profile, seed=seed, journal=journal, scenario=scenario,
                               params={**(params or {}), "profile_overrides": changes, "host": "js"}, **changes)
         self.worker = load(self.sim, TWIN, {"LEDGER": "LeaseLedger", "PROBE": "Probe", "FID": "Fid", "FIDNOALARM": "FidNoAlarm",
-                                            "FIDDEPLOY": "FidDeploy", "SQLPROBE": "SqlProbe"}, compat)
+                                            "FIDDEPLOY": "FidDeploy", "SQLPROBE": "SqlProbe", "R3": "R3"}, compat)
         deploy_ns = self.sim.namespaces["FIDDEPLOY"]
         # the twin's deploys (WorkerdProcess.redeploy): "v2" is deploy-v2.js, whose FidDeploy is FidNoAlarm
         self.deploys = {"v1": deploy_ns.cls, "v2": self.sim._js_bridge.bind_class(

@@ -216,12 +216,18 @@ class JsStorage:
         return self._s.transaction_sync(fn)
 
     async def transaction(self, fn: Callable[[Any], Any]) -> Any:
-        """``transaction(async txn => ...)``: ``fn(txn)`` with ``txn`` this storage (``get``/``put``/...).
-        Unlike workerd, writes made before an await inside it are not rolled back if it throws later."""
-        result = fn(self)
-        if hasattr(result, "__await__"):
-            result = await result
-        return result
+        """``transaction(async txn => ...)``: ``fn(txn)`` with ``txn`` this storage (``get``/``put``/...) and
+        ``txn.rollback()``, run by the runtime's ``Storage.transaction`` (runtime/_txn.py): a throw rolls back
+        the writes and the alarm and rethrows; ``rollback()`` rolls back and the call returns ``fn``'s value."""
+        storage = self
+
+        async def body(txn: Any) -> Any:
+            result = fn(_TxnView(storage, txn))
+            if hasattr(result, "__await__"):
+                result = await result
+            return result
+
+        return await self._s.transaction(body)
 
     def getCurrentBookmark(self, *a: Any) -> Any:
         raise WorkerUnsupported("ctx.storage.getCurrentBookmark: point-in-time recovery is not simulated; "
@@ -272,3 +278,19 @@ class JsState:
         if name in ("facets", "container", "exports"):
             raise WorkerUnsupported(f"ctx.{name} is not available to a Python Worker under alarmkit")
         raise AttributeError(f"DurableObjectState has no attribute {name!r}")
+
+
+class _TxnView:
+    """``txn`` of the Python Workers ``transaction``: the storage's methods, and ``rollback()``."""
+
+    __slots__ = ("_storage", "_txn")
+
+    def __init__(self, storage: Any, txn: Any) -> None:
+        self._storage = storage
+        self._txn = txn
+
+    def rollback(self) -> None:
+        self._txn.rollback()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._storage, name)

@@ -20,14 +20,14 @@ def test_twin_worker_js_under_the_host_matches_real_workerd(js_host):
     recorded = reference()
     cal = recheck_js(recorded)
     assert set(cal.verdicts) == set(recorded.observed)                    # every recorded probe has a verdict
-    assert len(recorded.observed) == 47 and NOT_RUN == {}                 # the host runs every probe
+    assert len(recorded.observed) == 48 and NOT_RUN == {}                 # the host runs every probe
     failed = {n: [c.name for c in v.checks if not c.ok] or v.error or v.not_run
               for n, v in cal.verdicts.items() if not v.match}
     assert not failed
-    assert set(cal.sim_runs) == set(recorded.observed)                    # 47 of 47, each run and journaled
+    assert set(cal.sim_runs) == set(recorded.observed)                    # 48 of 48, each run and journaled
     assert {"exhaustion", "revival", "abort_retry", "gate", "restart_past_due", "no_alarm_class",
             "same_instant", "turn_abort_await", "ctor_fail_2", "delete_all_2026_11", "long_alarm", "facet",
-            "deploy_removes_alarm"} <= set(cal.verdicts)
+            "deploy_removes_alarm", "round3"} <= set(cal.verdicts)
 
 
 def test_the_facet_probe_under_the_host_gives_the_python_twins_journal_and_real_workerds_facts(js_host):

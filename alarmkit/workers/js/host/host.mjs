@@ -65,6 +65,7 @@ async function bundle(entry, esbuildPath) {
 
 async function load(msg) {
   S.start = msg.start;
+  S.cpu = msg.cpu === true;
   seedRandom(msg.seed);
   let code;
   try {

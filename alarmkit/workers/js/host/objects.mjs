@@ -1,6 +1,6 @@
 // What an object sees: Request/Response across the pipe, ctx.storage (KV, SQL, the alarm), ctx,
 // ids, namespaces, stubs and env.
-import { S, attempt, clone, show, syncOp } from "./state.mjs";
+import { S, attempt, clone, decodeValue, encodeValue, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 
@@ -79,11 +79,18 @@ class SqlStorage {
   }
 }
 
+// setAlarm's argument as workerd takes a kj::Date (jsg/value.h DateWrapper: a Date or a number, else
+// util.c++'s "parameter 1 is not of type 'date'"; finite; int64 nanoseconds; truncated toward zero), then
+// actor-state.c++'s "<= 0": the texts of runtime/_object.py alarm_time, observed on workerd 1.20261117.1
 function alarmTime(t) {
-  const ms = t instanceof RealDate ? t.getTime() : t;
-  if (typeof ms !== "number" || !Number.isFinite(ms)) {
-    throw new TypeError("The value cannot be converted because it is not a valid Date.");
-  }
+  let ms;
+  if (t instanceof RealDate) ms = t.getTime();
+  else if (typeof t === "number") ms = t;
+  else throw new TypeError("Failed to execute 'setAlarm' on 'DurableObjectStorage': parameter 1 is not of type 'date'.");
+  if (!Number.isFinite(ms)) throw new TypeError("The value cannot be converted because it is not a valid Date.");
+  if (ms * 1e6 >= 2 ** 63) throw new TypeError("This API doesn't support dates after 2189.");
+  if (ms * 1e6 <= -(2 ** 63)) throw new TypeError("This API doesn't support dates before 1687.");
+  ms = Math.trunc(ms);
   if (ms <= 0) throw new TypeError("setAlarm() cannot be called with an alarm time <= 0");
   return ms;
 }
@@ -96,19 +103,19 @@ class SyncKvStorage {
   get(key) {
     checkKey(key);
     const v = syncOp(["get", this._iid, key]);
-    return v === null ? undefined : v;
+    return v === null ? undefined : decodeValue(v);
   }
   put(key, value) {
     checkKey(key);
-    if (value === undefined) throw new TypeError("storage.kv.put() needs a value (undefined cannot be stored)");
-    S.report.ops.push(["put", this._iid, key, clone(value)]);
+    if (value === undefined) throw new TypeError("put() called with undefined value.");
+    S.report.ops.push(["put", this._iid, key, encodeValue(value)]);
   }
   delete(key) {
     checkKey(key);
     return Boolean(syncOp(["delete", this._iid, key]));
   }
   list(options = {}) {
-    return syncOp(["list", this._iid, options])[Symbol.iterator]();
+    return syncOp(["list", this._iid, options]).map(([k, v]) => [k, decodeValue(v)])[Symbol.iterator]();
   }
 }
 
@@ -122,20 +129,21 @@ class Storage {
   async get(key) {
     if (Array.isArray(key)) {
       key.forEach(checkKey);
-      return new Map(Object.entries(syncOp(["get", this._iid, key])));
+      return new Map(Object.entries(syncOp(["get", this._iid, key])).map(([k, v]) => [k, decodeValue(v)]));
     }
     checkKey(key);
     const v = syncOp(["get", this._iid, key]);
-    return v === null ? undefined : v;
+    return v === null ? undefined : decodeValue(v);
   }
   async put(key, value) {
     if (typeof key === "object" && key !== null) {
-      for (const k of Object.keys(key)) S.report.ops.push(["put", this._iid, k, clone(key[k])]);
+      const entries = Object.keys(key).map((k) => [k, encodeValue(key[k])]); // all cloned before any is written
+      for (const [k, v] of entries) S.report.ops.push(["put", this._iid, k, v]);
       return;
     }
     checkKey(key);
-    if (value === undefined) throw new TypeError("storage.put() needs a value (undefined cannot be stored)");
-    S.report.ops.push(["put", this._iid, key, clone(value)]);
+    if (value === undefined) throw new TypeError("put() called with undefined value.");
+    S.report.ops.push(["put", this._iid, key, encodeValue(value)]);
   }
   async delete(key) {
     if (Array.isArray(key)) key.forEach(checkKey);
@@ -143,7 +151,7 @@ class Storage {
     return syncOp(["delete", this._iid, key]);
   }
   async list(options = {}) {
-    return new Map(syncOp(["list", this._iid, options]));
+    return new Map(syncOp(["list", this._iid, options]).map(([k, v]) => [k, decodeValue(v)]));
   }
   async deleteAll() {
     syncOp(["deleteAll", this._iid]);
@@ -160,17 +168,39 @@ class Storage {
     syncOp(["tx", this._iid, "commit"]);
     return out;
   }
+  // workerd's asyncTransactionImpl (actor-state.c++): the body runs inside blockConcurrencyWhile; a throw
+  // rolls back (rows, keys and the alarm: runtime/_txn.py) and the caller gets the body's error, without
+  // resetting the object; txn.rollback() returns, may be called again, and the call resolves with the
+  // body's value; after it, txn's other calls throw "Cannot <op> on rolled back transaction"
   async transaction(fn) {
-    syncOp(["tx", this._iid, "begin"]);
-    const txn = Object.create(this, { rollback: { value: () => { throw new Error("transaction rolled back"); } } });
-    try {
-      const out = await fn(txn);
-      syncOp(["tx", this._iid, "commit"]);
-      return out;
-    } catch (e) {
-      syncOp(["tx", this._iid, "rollback"]);
-      throw e;
-    }
+    const iid = this._iid;
+    let open = true;
+    const end = (what) => {
+      if (!open) return;
+      open = false;
+      syncOp(["tx", iid, what]);
+    };
+    const guard = (op, f) => (...args) => {
+      if (!open) throw new Error(`Cannot ${op} on rolled back transaction`);
+      return f.apply(this, args);
+    };
+    const txn = { rollback: () => end("rollback") };
+    for (const op of ["get", "put", "delete", "list", "getAlarm", "setAlarm", "deleteAlarm"]) txn[op] = guard(op, this[op]);
+    const run = (async () => {
+      syncOp(["tx", iid, "begin"]);
+      try {
+        const value = await fn(txn);
+        end("commit");
+        return { ok: true, value };
+      } catch (error) {
+        end("rollback");
+        return { ok: false, error };
+      }
+    })();
+    waitFor("bcw", run.then(() => null));
+    const r = await run;
+    if (!r.ok) throw r.error;
+    return r.value;
   }
   sync() {
     // resolves in a later turn, once the writes so far are committed (workerd: after the flush)

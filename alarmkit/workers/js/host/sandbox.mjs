@@ -1,21 +1,22 @@
 // The globals a module sees under the host: the virtual clock, seeded randomness, virtual timers,
 // console into the journal, outbound calls through Python, and the refused global fetch.
 import { webcrypto } from "node:crypto";
-import { S, attempt, clone, errInfo, show } from "./state.mjs";
+import { S, attempt, clockNow, clone, errInfo, show } from "./state.mjs";
 
 // -- the virtual clock and the seeded random source -------------------------------------------
 export const RealDate = Date;
 class VirtualDate extends RealDate {
   constructor(...args) {
-    if (args.length === 0) super(S.now);
+    if (args.length === 0) super(clockNow());
     else super(...args);
   }
   static now() {
-    return S.now;
+    return clockNow();
   }
 }
+Object.defineProperty(VirtualDate, "name", { value: "Date" }); // what x.constructor.name says in workerd
 globalThis.Date = VirtualDate;
-Object.defineProperty(globalThis, "performance", { value: { now: () => S.now - S.start, timeOrigin: S.start }, configurable: true });
+Object.defineProperty(globalThis, "performance", { value: { now: () => clockNow() - S.start, timeOrigin: S.start }, configurable: true });
 
 let rngState = [0, 0, 0, 0];
 export function seedRandom(seed) {

@@ -1,5 +1,6 @@
 // The host's shared state and its pipe to Python (see host.mjs for the protocol).
 import fs from "node:fs";
+import v8 from "node:v8";
 
 const IN = Number(process.argv[2]); // the pipe ends Python passed (their numbers in this process)
 const OUT = Number(process.argv[3]);
@@ -7,7 +8,14 @@ const OUT = Number(process.argv[3]);
 // now: the virtual clock, set by every message from Python; start: the simulation's start_ms
 // (performance.now() counts from it); cur: the instance whose turn is running (null: the stateless
 // worker); report: what the running turn did, sent to Python when it ends
-export const S = { now: 0, start: 0, cur: null, report: newReport() };
+export const S = { now: 0, start: 0, cur: null, report: newReport(), cpu: false, t0: 0n };
+
+// Date.now() while code runs: the virtual clock, which code does not move (the default), or with
+// Simulation(cpu_time="measured") the clock plus the real ms since the turn began, as on workerd
+// (docs/runtime.md, "The clock while code runs")
+export function clockNow() {
+  return S.cpu ? S.now + Number((process.hrtime.bigint() - S.t0) / 1000000n) : S.now;
+}
 
 export function newReport() {
   return { t: "turn", ops: [], done: [], timers: [], clear: [], waits: [], calls: [] };
@@ -111,7 +119,10 @@ export function recv() {
   const msg = JSON.parse(inBuf.toString("utf8", 4, end));
   inBuf.copy(inBuf, 0, end, inLen); // what came after this message (none while the two take turns)
   inLen -= end;
-  if (msg.now !== undefined) S.now = msg.now;
+  if (msg.now !== undefined) {
+    S.now = msg.now;
+    S.t0 = process.hrtime.bigint(); // the turn's start: cpu_time="measured" moves Date.now() from it
+  }
   return msg;
 }
 
@@ -125,15 +136,40 @@ export function syncOp(op) {
   return r.value;
 }
 
+// An error that crossed an RPC boundary, as workerd rebuilds it (probe rpc_errors on workerd 1.20261117.1):
+// a built-in class keeps its class and message (a RangeError arrives as a RangeError); any other arrives as
+// an Error keeping its name; own fields (a `code`) come along.
+const ERROR_CLASSES = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
 export function jsError(info) {
-  const E = { TypeError, RangeError, SyntaxError }[info.name] || Error;
+  const E = Object.hasOwn(ERROR_CLASSES, info.name) ? ERROR_CLASSES[info.name] : Error;
   const err = new E(info.message);
-  if (!(info.name in { TypeError: 1, RangeError: 1, SyntaxError: 1, Error: 1 })) err.name = info.name;
+  if (E === Error && info.name !== "Error") err.name = info.name;
+  if (info.props) for (const [k, v] of Object.entries(info.props)) if (!(k in { name: 1, message: 1, stack: 1 })) err[k] = v;
   return err;
 }
 
+function ownFields(e) {
+  const out = {};
+  let n = 0;
+  for (const k of Object.keys(e)) {
+    if (k === "name" || k === "message" || k === "stack") continue;
+    try {
+      out[k] = clone(e[k]);
+      n++;
+    } catch {
+      // a field JSON cannot carry stays behind
+    }
+  }
+  return n ? out : undefined;
+}
+
 export function errInfo(e) {
-  if (e instanceof Error) return { name: e.name, message: String(e.message), stack: String(e.stack || "") };
+  if (e instanceof Error) {
+    const info = { name: e.name, message: String(e.message), stack: String(e.stack || "") };
+    const props = ownFields(e);
+    if (props) info.props = props;
+    return info;
+  }
   let text;
   try {
     text = typeof e === "string" ? e : JSON.stringify(e);
@@ -180,6 +216,69 @@ function refuseLossy(v, where, depth) {
 function lossy(what) {
   return new TypeError(`values cross between JavaScript and Python as JSON, and this one cannot (${what}); pass ` +
     "strings, finite numbers, booleans, null, arrays, Maps and plain objects");
+}
+
+// Stored values are structured clones, as workerd's storage keeps them (serializeV8Value in
+// actor-state.c++; probe kv_values on workerd 1.20261117.1: a Date, Map, Set, typed array, ArrayBuffer,
+// RegExp, BigInt, NaN, -0 and an undefined field come back as they went in). Node's v8.serialize is the
+// same V8 ValueSerializer. A value JSON holds exactly is stored as JSON (Python reads it as it always
+// did); any other as {"$v8": base64 of v8.serialize}, which get() turns back into the value.
+export function encodeValue(v) {
+  if (jsonExact(v, 0)) return v;
+  try {
+    return { $v8: v8.serialize(v).toString("base64") };
+  } catch (e) {
+    // workerd: a DOMException named DataCloneError, "<value> could not be cloned."
+    throw new DOMException(String(e && e.message), "DataCloneError");
+  }
+}
+
+export function decodeValue(v) {
+  if (v !== null && typeof v === "object" && !Array.isArray(v) && typeof v.$v8 === "string" && Object.keys(v).length === 1) {
+    const out = v8.deserialize(Buffer.from(v.$v8, "base64"));
+    virtualDates(out, new Set());
+    return out;
+  }
+  return v;
+}
+
+// v8.deserialize builds Dates of Node's own Date; the module's Date is the virtual clock's subclass
+// (sandbox.mjs), so `x instanceof Date` holds for a stored Date again
+function virtualDates(x, seen) {
+  if (x === null || typeof x !== "object" || seen.has(x)) return;
+  seen.add(x);
+  if (Object.prototype.toString.call(x) === "[object Date]") {
+    if (Object.getPrototypeOf(x) !== globalThis.Date.prototype) Object.setPrototypeOf(x, globalThis.Date.prototype);
+    return;
+  }
+  if (x instanceof Map) {
+    for (const [k, y] of x) {
+      virtualDates(k, seen);
+      virtualDates(y, seen);
+    }
+  } else if (x instanceof Set) {
+    for (const y of x) virtualDates(y, seen);
+  } else if (!ArrayBuffer.isView(x) && !(x instanceof ArrayBuffer)) {
+    for (const k of Object.keys(x)) virtualDates(x[k], seen);
+  }
+}
+
+function jsonExact(v, depth) {
+  const t = typeof v;
+  if (v === null || t === "string" || t === "boolean") return true;
+  if (t === "number") return Number.isFinite(v) && !Object.is(v, -0);
+  if (t !== "object" || depth > 1000) return false;
+  if (Array.isArray(v)) {
+    if (Object.getPrototypeOf(v) !== Array.prototype || Object.keys(v).length !== v.length) return false; // holes, extra keys
+    for (let i = 0; i < v.length; i++) if (!jsonExact(v[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const keys = Object.keys(v);
+  if (keys.length === 1 && keys[0] === "$v8") return false; // would read back as an encoded value
+  for (const k of keys) if (!jsonExact(v[k], depth + 1)) return false;
+  return true;
 }
 
 export function show(x) {
