@@ -32,6 +32,7 @@ __all__ = [
     "JsValueError",
     "WorkerError",
     "WorkerUnsupported",
+    "WorkerFailure",
     "DriveError",
 ]
 
@@ -181,6 +182,13 @@ class WorkerError(AlarmkitError):
 class WorkerUnsupported(WorkerError):
     """The worker used what the simulation cannot run (outbound fetch, a KV, R2, D1 or queue binding...);
     the message names it and how to stub it (``bindings={"NAME": a_python_object}``)."""
+
+
+class WorkerFailure(AlarmkitError):
+    """A Python Worker's code failed with what Python does not pass on as an ordinary exception: a
+    ``BaseException`` that is not an ``Exception`` (``GeneratorExit``, a class of its own), or an exception
+    whose text cannot be read (its ``__str__`` raised). The handler failed with this one-line error naming
+    the original; in ``alarm()`` it is a counted failure, retried as any exception is."""
 
 
 class DriveError(WorkerError):

@@ -18,7 +18,7 @@ from ...errors import WorkerUnsupported
 from ...runtime import Future
 from ._convert import JsDate, JsDict, from_rpc, storable
 
-__all__ = ["JsState", "JsStorage", "JsSql", "JsCursor", "JsId", "ExecutionContext", "DELETE_ALL_DELETES_ALARM"]
+__all__ = ["JsState", "JsStorage", "JsSql", "JsKv", "JsCursor", "JsId", "ExecutionContext", "DELETE_ALL_DELETES_ALARM"]
 
 # workerd src/workerd/io/compatibility-date.capnp, deleteAllDeletesAlarm: enabled from this date
 DELETE_ALL_DELETES_ALARM = "2026-02-24"
@@ -143,6 +143,61 @@ class JsSql:
         return next(iter(pages.values())) * next(iter(size.values()))
 
 
+def _key(key: Any, what: str) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"storage.kv.{what}: keys are text (str), got {type(key).__name__}")
+    return key
+
+
+class JsKv:
+    """``ctx.storage.kv``: the synchronous key-value API of a SQLite-backed object (workerd's
+    ``SyncKvStorage``, src/workerd/api/sync-kv.h): ``get(key)`` (the value or None), ``put(key, value)``,
+    ``delete(key)`` (True if it was there), ``list(prefix=, start=, startAfter=, end=, reverse=, limit=)``
+    (``[key, value]`` pairs in key order). The same keys as ``get``/``put``; writes join the turn."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    def _db(self) -> Any:
+        host = self._ctx._host
+        host.check_alive()
+        return host.db
+
+    def get(self, key: Any) -> Any:
+        return from_rpc(self._db().kv_get(_key(key, "get")))
+
+    def put(self, key: Any, value: Any) -> None:
+        self._ctx.storage.put(_key(key, "put"), storable(key, value))
+
+    def delete(self, key: Any) -> bool:
+        db = self._db()
+        self._ctx._host.wrote()  # joins the turn, as a put does
+        return bool(db.kv_delete(_key(key, "delete")))
+
+    def list(self, *options: Any, **kw: Any) -> list:
+        opts = _options(options, kw, LIST_OPTIONS, "storage.kv.list")
+        limit = opts.get("limit")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise TypeError(f"storage.kv.list: limit must be a positive integer, got {limit!r}")
+        return [[k, v] for k, v in _pick(self._db().kv_list(opts.get("prefix", "")), opts, limit).items()]
+
+
+def _pick(found: dict, opts: dict, limit: int | None) -> dict:
+    """``list``'s options applied to the keys found under the prefix (a ``dict`` in their order)."""
+    keys = sorted(found)
+    if "start" in opts:
+        keys = [k for k in keys if k >= opts["start"]]
+    if "startAfter" in opts:
+        keys = [k for k in keys if k > opts["startAfter"]]
+    if "end" in opts:
+        keys = [k for k in keys if k < opts["end"]]
+    if opts.get("reverse"):
+        keys.reverse()
+    if limit is not None:
+        keys = keys[:limit]
+    return {k: from_rpc(found[k]) for k in keys}
+
+
 class JsStorage:
     """``ctx.storage`` with workerd's names (see the module docstring)."""
 
@@ -151,6 +206,7 @@ class JsStorage:
         self._s = ctx.storage
         self._compat = compat
         self.sql = JsSql(self._s)
+        self.kv = JsKv(ctx)
 
     def get(self, key: Any, *options: Any, **kw: Any) -> Future:
         _options(options, kw, {"allowConcurrency", "noCache"}, "storage.get")
@@ -174,21 +230,7 @@ class JsStorage:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise TypeError(f"storage.list: limit must be a positive integer, got {limit!r}")
 
-        def pick(found: dict) -> dict:
-            keys = sorted(found)
-            if "start" in opts:
-                keys = [k for k in keys if k >= opts["start"]]
-            if "startAfter" in opts:
-                keys = [k for k in keys if k > opts["startAfter"]]
-            if "end" in opts:
-                keys = [k for k in keys if k < opts["end"]]
-            if opts.get("reverse"):
-                keys.reverse()
-            if limit is not None:
-                keys = keys[:limit]
-            return {k: from_rpc(found[k]) for k in keys}
-
-        return _then(self._s.list(opts.get("prefix", "")), pick)
+        return _then(self._s.list(opts.get("prefix", "")), lambda found: _pick(found, opts, limit))
 
     def deleteAll(self, *options: Any, **kw: Any) -> Any:
         """Every key and SQL table gone; the alarm too from compatibility date 2026-02-24 (workerd's
@@ -225,10 +267,35 @@ class JsStorage:
 
     async def transaction(self, fn: Callable[[Any], Any]) -> Any:
         """``transaction(async txn => ...)``: ``fn(txn)`` with ``txn`` this storage (``get``/``put``/...).
-        Unlike workerd, writes made before an await inside it are not rolled back if it throws later."""
-        result = fn(self)
-        if hasattr(result, "__await__"):
-            result = await result
+        If it throws, every write it made is rolled back, those before an inner ``await`` too, and so is an
+        alarm it set or deleted (workerd: ``DurableObjectStorage::transaction``, a savepoint of the SQLite
+        database, src/workerd/api/actor-state.c++); the error is raised on. A body that lets its turn end
+        (it awaits a timer or another object) commits what it wrote by then: that part stays."""
+        host = self._ctx._host
+        host.check_alive()
+        db = host.db
+        host.wrote()
+        db._begin()
+        db.conn.execute("SAVEPOINT alarmkit_py_tx")
+        staged = host.staged
+        try:
+            result = fn(self)
+            if hasattr(result, "__await__"):
+                result = await result
+        except BaseException:
+            if host.db is db and db._conn is not None and db._conn.in_transaction:
+                try:
+                    db.conn.execute("ROLLBACK TO alarmkit_py_tx")
+                    db.conn.execute("RELEASE alarmkit_py_tx")
+                    host.staged = staged
+                except Exception:  # noqa: BLE001 - the turn committed meanwhile: no savepoint left to undo
+                    pass
+            raise
+        if db._conn is not None and db._conn.in_transaction:
+            try:
+                db.conn.execute("RELEASE alarmkit_py_tx")
+            except Exception:  # noqa: BLE001 - the turn committed meanwhile: released with it
+                pass
         return result
 
     def getCurrentBookmark(self, *a: Any) -> Any:

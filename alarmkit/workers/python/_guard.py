@@ -1,0 +1,174 @@
+"""A Python Worker's code as the simulation runs it: its failures made ordinary, its output captured, its
+steps gated (``_contain``).
+
+- ``guarded(what, fn)``: ``fn`` (a handler: ``alarm``, ``fetch``, an RPC method, a constructor) whose
+  ``BaseException`` that is not an ``Exception`` (``GeneratorExit``, a class of the worker's own), or
+  exception whose text cannot be read, becomes a ``WorkerFailure`` naming it: the handler failed (in
+  ``alarm()`` a counted failure, retried), where it would otherwise have stopped the whole simulation.
+  ``KeyboardInterrupt`` and ``SystemExit`` still stop the run, as in any object (docs/runtime.md).
+- ``printer(worker)``: the worker's ``print``: each call one ``console`` line (level ``log``, or ``error``
+  with ``file=sys.stderr``) in the journal and in ``w.logs``, never on stdout.
+- ``gate_steps(sim)``: every kernel step of ``sim`` runs as simulated code (``_contain.gate``); a step the
+  watchdog stopped is a one-line ``RunawayError``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from ...errors import WorkerFailure
+from ...kernel import NO_LIMIT, over_wall_limit
+from ._contain import STATE, WallClockLimit, _FILES, gate
+from ._importer import NOTE, text_of
+
+__all__ = ["guarded", "Guarded", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped"]
+
+MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
+_PASS = (KeyboardInterrupt, SystemExit, WallClockLimit)
+
+
+def _failure(err: BaseException, what: str) -> WorkerFailure | None:
+    """The ``WorkerFailure`` standing for ``err``, or None when ``err`` passes as it is."""
+    if isinstance(err, _PASS):
+        return None
+    if not isinstance(err, Exception):
+        text = text_of(err)
+        return WorkerFailure(f"{what} raised {type(err).__name__}{': ' + text if text else ''}, a BaseException that "
+                             "is not an Exception: the handler failed; raise an Exception (ValueError, RuntimeError...) "
+                             "from a handler")
+    try:
+        str(err)
+    except BaseException as inner:  # noqa: BLE001 - the worker's __str__
+        return WorkerFailure(f"{what} raised {type(err).__name__}, whose text cannot be read (its __str__ raised "
+                             f"{type(inner).__name__}): the handler failed")
+    return None
+
+
+class Guarded:
+    """A coroutine of the worker's, failing as ``_failure`` says (``send``/``throw``/``close`` passed on)."""
+
+    __slots__ = ("_coro", "_what")
+
+    def __init__(self, coro: Any, what: str) -> None:
+        self._coro = coro
+        self._what = what
+
+    def send(self, value: Any) -> Any:
+        try:
+            return self._coro.send(value)
+        except StopIteration:
+            raise
+        except BaseException as err:
+            fail = _failure(err, self._what)
+            if fail is None:
+                raise
+            raise fail from None
+
+    def throw(self, *exc: Any) -> Any:
+        try:
+            return self._coro.throw(*exc)
+        except StopIteration:
+            raise
+        except BaseException as err:
+            if len(exc) == 1 and err is exc[0]:
+                raise  # what was thrown in comes back out: not the worker's own
+            fail = _failure(err, self._what)
+            if fail is None:
+                raise
+            raise fail from None
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Guarded:
+        return self
+
+    __iter__ = __await__
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+
+def guarded(what: str, fn: Callable, *args: Any) -> Any:
+    """``fn(*args)``, its failure (and that of the coroutine it returns) made ordinary (``_failure``)."""
+    try:
+        result = fn(*args)
+    except BaseException as err:
+        fail = _failure(err, what)
+        if fail is None:
+            raise
+        raise fail from None
+    if hasattr(result, "send") and hasattr(result, "throw") and hasattr(result, "cr_frame"):
+        return Guarded(result, what)
+    return result
+
+
+def log_line(worker: Any, level: str, text: str) -> None:
+    """One line of the worker's output: in ``w.logs`` (the first ``MAX_LOGS``) and a ``console`` event,
+    about the object whose task runs (or the whole run, outside any object)."""
+    sim = worker.sim
+    if len(worker.logs) < MAX_LOGS:
+        worker.logs.append((sim.now, level, text))
+    detail = {"level": level, "text": text[:4000]}
+    task = sim.kernel.current
+    host = getattr(getattr(task, "on_suspend", None), "__self__", None)
+    ctx = getattr(host, "ctx", None)
+    if ctx is not None and hasattr(ctx, "journal_event"):
+        ctx.journal_event("console", detail=detail)
+    else:
+        sim.journal_event("console", detail=detail)
+
+
+def printer(worker: Any) -> Callable[..., None]:
+    """The worker's ``print`` (see the module docstring)."""
+    real_print = print
+
+    def print_(*args: Any, sep: Any = " ", end: Any = "\n", file: Any = None, flush: bool = False) -> None:
+        if file is not None and file is not sys.stdout and file is not sys.stderr and file is not sys.__stdout__ \
+                and file is not sys.__stderr__:
+            real_print(*args, sep=sep, end=end, file=file, flush=flush)  # a StringIO of its own
+            return
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        text = sep.join(str(a) for a in args) + end
+        if text.endswith("\n"):
+            text = text[:-1]
+        level = "error" if file is sys.stderr or file is sys.__stderr__ else "log"
+        log_line(worker, level, text)
+
+    return print_
+
+
+def where_stopped(err: BaseException) -> str:
+    """``file:line`` of the worker's code where ``err`` was raised (the last worker frame it passed)."""
+    found, tb = "", err.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name in _FILES and tb.tb_lineno is not None:
+            found = f"{name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found or "a line of the worker's code"
+
+
+def _object_of(err: BaseException) -> str:
+    for note in getattr(err, "__notes__", ()):
+        if note.startswith(NOTE):
+            return note[len(NOTE):].strip().split(" at ")[0]
+    return "the worker's code"
+
+
+def gate_steps(sim: Any) -> None:
+    """Run every kernel step of ``sim`` gated (once per simulation)."""
+    kernel = sim.kernel
+    if "step" in vars(kernel):
+        return
+    inner = kernel.step
+
+    def step(end: int = NO_LIMIT) -> bool:
+        try:
+            return gate(inner, sim.wall_limit_s, end)
+        except WallClockLimit as err:
+            raise over_wall_limit(_object_of(err), STATE.limit or 0, where_stopped(err)) from None
+
+    kernel.step = step
