@@ -60,9 +60,9 @@ class PythonWorker(Worker):
             handler = getattr(entry(ExecutionContext(self.sim), self.env), "fetch", None)
             if handler is None:
                 raise WorkerError(f"{self.path}: class Default has no fetch(self, request); define it to serve requests")
-            result = relaxed(handler, py_request)
+            result = guarded("Default.fetch()", relaxed, handler, py_request)
         elif callable(getattr(mod, "on_fetch", None)):
-            result = relaxed(mod.on_fetch, py_request, self.env, ExecutionContext(self.sim))
+            result = guarded("on_fetch()", relaxed, mod.on_fetch, py_request, self.env, ExecutionContext(self.sim))
         else:
             raise WorkerError(f"{self.path} has no default entrypoint: define class Default(WorkerEntrypoint) with "
                               "async def fetch(self, request), or call its Durable Objects through worker.env")

@@ -95,8 +95,10 @@ class Isolated:
             raise
         except BaseException as err:  # GeneratorExit, a BaseException of its own: a module that cannot load
             del self.modules[name]
+            text = text_of(err)
             raise WorkerError(f"importing {path} raised {type(err).__name__} (a BaseException, not an Exception) "
-                              f"at line {_line(err, path)}: {text_of(err)}") from None
+                              f"at line {_line(err, path)}{': ' + text if text else ''}; raise an Exception "
+                              "(ValueError, RuntimeError...) or none") from None
         return mod
 
     def _local(self, name: str) -> types.ModuleType | None:

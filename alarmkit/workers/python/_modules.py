@@ -10,7 +10,7 @@ UTC, as in Workers, whatever the machine's.
 
 from __future__ import annotations
 
-import asyncio as _asyncio
+import asyncio as _aio
 import datetime as _dt
 import json
 import time as _time
@@ -18,6 +18,7 @@ import types
 from typing import Any
 
 from ...errors import WorkerUnsupported
+from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line
 from ._sdk import outbound_fetch
@@ -83,7 +84,7 @@ def _clock_datetime(sim: Any) -> types.ModuleType:
 
 def _asyncio(sim: Any) -> types.ModuleType:
     mod = types.ModuleType("asyncio", "asyncio on the simulation's kernel: sleep, gather, create_task")
-    mod.__dict__.update({k: v for k, v in vars(_asyncio).items() if not k.startswith("__")})
+    mod.__dict__.update({k: v for k, v in vars(_aio).items() if not k.startswith("__")})
 
     def sleep(delay: float, result: Any = None) -> Any:
         """``await asyncio.sleep(s)`` on the virtual clock; ``s <= 0`` returns at once (after one turn of the
@@ -118,7 +119,7 @@ def _asyncio(sim: Any) -> types.ModuleType:
     def create_task(coro: Any, name: str | None = None) -> Any:
         return sim.spawn(coro, name or "task")
 
-    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task)
+    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future)
     return mod
 
 
