@@ -60,9 +60,9 @@ class PythonWorker(Worker):
             handler = getattr(entry(ExecutionContext(self.sim), self.env), "fetch", None)
             if handler is None:
                 raise WorkerError(f"{self.path}: class Default has no fetch(self, request); define it to serve requests")
-            result = guarded("Default.fetch()", relaxed, handler, py_request)
+            result = guarded("Default.fetch()", None, relaxed, handler, py_request)
         elif callable(getattr(mod, "on_fetch", None)):
-            result = guarded("on_fetch()", relaxed, mod.on_fetch, py_request, self.env, ExecutionContext(self.sim))
+            result = guarded("on_fetch()", None, relaxed, mod.on_fetch, py_request, self.env, ExecutionContext(self.sim))
         else:
             raise WorkerError(f"{self.path} has no default entrypoint: define class Default(WorkerEntrypoint) with "
                               "async def fetch(self, request), or call its Durable Objects through worker.env")
@@ -85,18 +85,19 @@ def _adapt(worker: PythonWorker, binding: str, cls: type) -> type:
 
     def __init__(self: Any, ctx: Any, env: Any) -> None:
         unique = str(ctx.id) in worker.unnamed.get(binding, ())
-        guarded(f"{name}() (its constructor)", cls.__init__, self, JsState(ctx, binding, compat, unique), worker.env)
+        self._alarmkit_ctx = ctx  # the simulation's ctx, for the console lines of its code (_guard)
+        guarded(f"{name}() (its constructor)", ctx, cls.__init__, self, JsState(ctx, binding, compat, unique), worker.env)
 
     body: dict[str, Any] = {"__init__": __init__, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                             "__doc__": cls.__doc__}
     if callable(getattr(cls, "alarm", None)):
         def alarm(self: Any, info: Any) -> Any:
-            return guarded(f"{name}.alarm()", relaxed, cls.alarm.__get__(self),
+            return guarded(f"{name}.alarm()", _ctx(self), relaxed, cls.alarm.__get__(self),
                            JsDict(retryCount=info.retry_count, isRetry=info.is_retry, scheduledTime=float(info.scheduled_time)))
         body["alarm"] = alarm
     if callable(getattr(cls, "fetch", None)):
         def fetch(self: Any, request: Any) -> Any:
-            return guarded(f"{name}.fetch()", relaxed, cls.fetch.__get__(self), request)
+            return guarded(f"{name}.fetch()", _ctx(self), relaxed, cls.fetch.__get__(self), request)
         body["fetch"] = fetch
     for method in rpc_methods(cls):
         if method not in body:
@@ -104,9 +105,13 @@ def _adapt(worker: PythonWorker, binding: str, cls: type) -> type:
     return type(cls.__name__, (cls,), body)
 
 
+def _ctx(obj: Any) -> Any:
+    return getattr(obj, "_alarmkit_ctx", None)
+
+
 def _rpc(name: str, method: str, fn: Any) -> Any:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return guarded(f"{name}.{method}()", lambda: fn(self, *args, **kwargs))
+        return guarded(f"{name}.{method}()", _ctx(self), lambda: fn(self, *args, **kwargs))
 
     call.__name__ = call.__qualname__ = method
     call.__doc__ = fn.__doc__

@@ -149,7 +149,7 @@ def _hook(event: str, args: tuple) -> None:
     kind, frame = owner_frame(sys._getframe(1))
     if kind != "worker":
         return
-    if event in ("open", "os.mkdir") and args and "__pycache__" in str(args[0]):
+    if event in FILES and args and "__pycache__" in str(args[0]):
         inner = sys._getframe(1)  # the import system writing its bytecode cache
         while inner is not None and inner is not frame:
             if "importlib" in inner.f_code.co_filename:

@@ -26,6 +26,7 @@ __all__ = ["guarded", "Guarded", "printer", "gate_steps", "log_line", "MAX_LOGS"
 
 MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
 _PASS = (KeyboardInterrupt, SystemExit, WallClockLimit)
+CURRENT: list = [None]  # the simulation's ctx of the object whose code runs now (for its console lines)
 
 
 def _failure(err: BaseException, what: str) -> WorkerFailure | None:
@@ -48,13 +49,15 @@ def _failure(err: BaseException, what: str) -> WorkerFailure | None:
 class Guarded:
     """A coroutine of the worker's, failing as ``_failure`` says (``send``/``throw``/``close`` passed on)."""
 
-    __slots__ = ("_coro", "_what")
+    __slots__ = ("_coro", "_what", "_ctx")
 
-    def __init__(self, coro: Any, what: str) -> None:
+    def __init__(self, coro: Any, what: str, ctx: Any = None) -> None:
         self._coro = coro
         self._what = what
+        self._ctx = ctx
 
     def send(self, value: Any) -> Any:
+        outer, CURRENT[0] = CURRENT[0], self._ctx
         try:
             return self._coro.send(value)
         except StopIteration:
@@ -64,8 +67,11 @@ class Guarded:
             if fail is None:
                 raise
             raise fail from None
+        finally:
+            CURRENT[0] = outer
 
     def throw(self, *exc: Any) -> Any:
+        outer, CURRENT[0] = CURRENT[0], self._ctx
         try:
             return self._coro.throw(*exc)
         except StopIteration:
@@ -77,6 +83,8 @@ class Guarded:
             if fail is None:
                 raise
             raise fail from None
+        finally:
+            CURRENT[0] = outer
 
     def close(self) -> None:
         self._coro.close()
@@ -90,8 +98,10 @@ class Guarded:
         return self.send(None)
 
 
-def guarded(what: str, fn: Callable, *args: Any) -> Any:
-    """``fn(*args)``, its failure (and that of the coroutine it returns) made ordinary (``_failure``)."""
+def guarded(what: str, ctx: Any, fn: Callable, *args: Any) -> Any:
+    """``fn(*args)``, its failure (and that of the coroutine it returns) made ordinary (``_failure``);
+    ``ctx``: the simulation's ctx of the object it runs in (None outside one)."""
+    outer, CURRENT[0] = CURRENT[0], ctx
     try:
         result = fn(*args)
     except BaseException as err:
@@ -99,8 +109,10 @@ def guarded(what: str, fn: Callable, *args: Any) -> Any:
         if fail is None:
             raise
         raise fail from None
+    finally:
+        CURRENT[0] = outer
     if hasattr(result, "send") and hasattr(result, "throw") and hasattr(result, "cr_frame"):
-        return Guarded(result, what)
+        return Guarded(result, what, ctx)
     return result
 
 
@@ -111,10 +123,11 @@ def log_line(worker: Any, level: str, text: str) -> None:
     if len(worker.logs) < MAX_LOGS:
         worker.logs.append((sim.now, level, text))
     detail = {"level": level, "text": text[:4000]}
-    task = sim.kernel.current
-    host = getattr(getattr(task, "on_suspend", None), "__self__", None)
-    ctx = getattr(host, "ctx", None)
-    if ctx is not None and hasattr(ctx, "journal_event"):
+    ctx = CURRENT[0]
+    if ctx is None:
+        host = getattr(getattr(sim.kernel.current, "on_suspend", None), "__self__", None)
+        ctx = getattr(host, "ctx", None)
+    if ctx is not None and hasattr(ctx, "journal_event") and ctx._host.ctx is ctx:  # a live instance's
         ctx.journal_event("console", detail=detail)
     else:
         sim.journal_event("console", detail=detail)
