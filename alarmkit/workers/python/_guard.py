@@ -22,16 +22,20 @@ from ...kernel import NO_LIMIT, over_wall_limit
 from ._contain import STATE, WallClockLimit, _FILES, gate
 from ._importer import NOTE, text_of
 
-__all__ = ["guarded", "Guarded", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped"]
+__all__ = ["guarded", "Guarded", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task"]
 
 MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
 _PASS = (KeyboardInterrupt, SystemExit, WallClockLimit)
 CURRENT: list = [None]  # the simulation's ctx of the object whose code runs now (for its console lines)
 
 
-def _failure(err: BaseException, what: str) -> WorkerFailure | None:
-    """The ``WorkerFailure`` standing for ``err``, or None when ``err`` passes as it is."""
+def _failure(err: BaseException, what: str, ctx: Any = None) -> WorkerFailure | None:
+    """The ``WorkerFailure`` standing for ``err``, or None when ``err`` passes as it is (a
+    ``KeyboardInterrupt`` or ``SystemExit`` raised outside any object is noted as the worker's own, as the
+    runtime notes one raised in an object: not taken for a Ctrl-C)."""
     if isinstance(err, _PASS):
+        if ctx is None and not isinstance(err, WallClockLimit) and not getattr(err, "__notes__", None):
+            err.add_note(f"{NOTE} the worker's {what}")
         return None
     if not isinstance(err, Exception):
         text = text_of(err)
@@ -63,7 +67,7 @@ class Guarded:
         except StopIteration:
             raise
         except BaseException as err:
-            fail = _failure(err, self._what)
+            fail = _failure(err, self._what, self._ctx)
             if fail is None:
                 raise
             raise fail from None
@@ -79,7 +83,7 @@ class Guarded:
         except BaseException as err:
             if len(exc) == 1 and err is exc[0]:
                 raise  # what was thrown in comes back out: not the worker's own
-            fail = _failure(err, self._what)
+            fail = _failure(err, self._what, self._ctx)
             if fail is None:
                 raise
             raise fail from None
@@ -105,7 +109,7 @@ def guarded(what: str, ctx: Any, fn: Callable, *args: Any) -> Any:
     try:
         result = fn(*args)
     except BaseException as err:
-        fail = _failure(err, what)
+        fail = _failure(err, what, ctx)
         if fail is None:
             raise
         raise fail from None
@@ -114,6 +118,17 @@ def guarded(what: str, ctx: Any, fn: Callable, *args: Any) -> Any:
     if hasattr(result, "send") and hasattr(result, "throw") and hasattr(result, "cr_frame"):
         return Guarded(result, what, ctx)
     return result
+
+
+def start_task(sim: Any, aw: Any, name: str) -> Any:
+    """``asyncio.create_task`` / ``waitUntil`` in a worker: inside an object, one of its tasks (it dies with
+    the instance, commits at its awaits, as a promise of the object's in workerd), guarded as its handlers."""
+    ctx = CURRENT[0]
+    if hasattr(aw, "cr_frame"):
+        aw = Guarded(aw, f"a task it started ({name})", ctx)
+    if ctx is not None and ctx._host.ctx is ctx:
+        return ctx.start(aw, name)
+    return sim.spawn(aw, name)
 
 
 def log_line(worker: Any, level: str, text: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from ...errors import WorkerUnsupported
 from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
-from ._guard import log_line
+from ._guard import log_line, start_task
 from ._sdk import outbound_fetch
 
 __all__ = ["make_modules"]
@@ -117,7 +117,7 @@ def _asyncio(sim: Any) -> types.ModuleType:
         return sim.gather(*(caught(a) for a in aws))
 
     def create_task(coro: Any, name: str | None = None) -> Any:
-        return sim.spawn(coro, name or "task")
+        return start_task(sim, coro, name or "task")
 
     mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future)
     return mod
