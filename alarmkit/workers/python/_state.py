@@ -198,6 +198,17 @@ def _pick(found: dict, opts: dict, limit: int | None) -> dict:
     return {k: from_rpc(found[k]) for k in keys}
 
 
+def _undo(host: Any, db: Any, staged: Any) -> None:
+    """Roll ``transaction()``'s savepoint back, and the alarm staged since it began."""
+    if host.db is db and db._conn is not None and db._conn.in_transaction:
+        try:
+            db.conn.execute("ROLLBACK TO alarmkit_py_tx")
+            db.conn.execute("RELEASE alarmkit_py_tx")
+        except Exception:  # noqa: BLE001 - the turn committed meanwhile: no savepoint left to undo
+            return
+        host.staged = staged
+
+
 class JsStorage:
     """``ctx.storage`` with workerd's names (see the module docstring)."""
 
@@ -265,38 +276,50 @@ class JsStorage:
     def transactionSync(self, fn: Callable[[], Any]) -> Any:
         return self._s.transaction_sync(fn)
 
-    async def transaction(self, fn: Callable[[Any], Any]) -> Any:
-        """``transaction(async txn => ...)``: ``fn(txn)`` with ``txn`` this storage (``get``/``put``/...).
-        If it throws, every write it made is rolled back, those before an inner ``await`` too, and so is an
-        alarm it set or deleted (workerd: ``DurableObjectStorage::transaction``, a savepoint of the SQLite
-        database, src/workerd/api/actor-state.c++); the error is raised on. A body that lets its turn end
-        (it awaits a timer or another object) commits what it wrote by then: that part stays."""
+    def transaction(self, fn: Callable[[Any], Any]) -> Any:
+        """``transaction(async txn => ...)``: ``fn(txn)`` with ``txn`` this storage (``get``/``put``/...), run
+        as workerd runs it: inside ``blockConcurrencyWhile`` (no other event is delivered meanwhile), as an
+        explicit transaction (a savepoint of the SQLite database) that commits when ``fn`` returns and rolls
+        back when it throws: every write it made, those before an inner ``await`` too, and an alarm it set or
+        deleted (``DurableObjectStorage::transaction`` -> ``asyncTransactionImpl``: ``maybeRollback()``,
+        src/workerd/api/actor-state.c++; ``ActorSqlite::ExplicitTxn::setAlarm``, src/workerd/io/actor-sqlite.c++);
+        the error is raised on. alarmkit's limit: a body that lets its turn end (it awaits a timer or another
+        object) commits what it wrote by then, and that part stays."""
         host = self._ctx._host
         host.check_alive()
-        db = host.db
-        host.wrote()
-        db._begin()
-        db.conn.execute("SAVEPOINT alarmkit_py_tx")
-        staged = host.staged
-        try:
-            result = fn(self)
-            if hasattr(result, "__await__"):
-                result = await result
-        except BaseException:
-            if host.db is db and db._conn is not None and db._conn.in_transaction:
-                try:
-                    db.conn.execute("ROLLBACK TO alarmkit_py_tx")
-                    db.conn.execute("RELEASE alarmkit_py_tx")
-                    host.staged = staged
-                except Exception:  # noqa: BLE001 - the turn committed meanwhile: no savepoint left to undo
-                    pass
-            raise
-        if db._conn is not None and db._conn.in_transaction:
+
+        async def body() -> Any:
+            db = host.db
+            host.wrote()
+            db._begin()
+            db.conn.execute("SAVEPOINT alarmkit_py_tx")
+            staged = host.staged
             try:
-                db.conn.execute("RELEASE alarmkit_py_tx")
-            except Exception:  # noqa: BLE001 - the turn committed meanwhile: released with it
-                pass
-        return result
+                result = fn(self)
+                if hasattr(result, "__await__"):
+                    result = await result
+            except Exception as err:  # rolled back and handed over as a value: the object is not reset
+                _undo(host, db, staged)
+                return True, err
+            except BaseException:
+                _undo(host, db, staged)
+                raise
+            if db._conn is not None and db._conn.in_transaction:
+                try:
+                    db.conn.execute("RELEASE alarmkit_py_tx")
+                except Exception:  # noqa: BLE001 - the turn committed meanwhile: released with it
+                    pass
+            return False, result
+
+        task = self._ctx.block_concurrency_while(body)  # started now, as the JS promise is
+
+        async def outcome() -> Any:
+            failed, value = await task
+            if failed:
+                raise value
+            return value
+
+        return outcome()
 
     def getCurrentBookmark(self, *a: Any) -> Any:
         raise WorkerUnsupported("ctx.storage.getCurrentBookmark: point-in-time recovery is not simulated; "
