@@ -40,7 +40,7 @@ __all__ = ["STEP_LIMIT", "TIME_LIMIT_MS", "NO_LIMIT", "EVENT_LIMIT", "WALL_LIMIT
 STEP_LIMIT = 100_000  # kernel steps while the clock stands still
 TIME_LIMIT_MS = 365 * 86_400_000  # one year of virtual time for a run() or call() told no until/limit
 NO_LIMIT = 1 << 62  # what "no limit" compares as
-EVENT_LIMIT = 2_000_000  # journal events one run() or call() may add
+EVENT_LIMIT = 5_000_000  # journal events one run() or call() may add
 WALL_LIMIT_S = 60.0  # wall-clock seconds one step of a Python Worker's code may run
 MAX_WALL_S = 86_400.0
 

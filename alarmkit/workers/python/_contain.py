@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from ...errors import WorkerUnsupported
 
-__all__ = ["install", "register_file", "gate", "WallClockLimit", "owner_frame", "STATE"]
+__all__ = ["install", "register_file", "gate", "ensure_watchdog", "WallClockLimit", "owner_frame", "STATE"]
 
 _ALARMKIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _LIBS = tuple(sorted({os.path.join(p, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -53,10 +53,10 @@ class WallClockLimit(BaseException):
 
 class _State:
     depth = 0  # gated calls running (a worker's import inside a step nests)
-    serial = 0  # gated steps started so far: the watchdog sees progress when it moves
+    serial = 0  # gated calls started so far: with the running kernel's clock and steps, the progress the watchdog sees
+    kernel: Any = None  # the kernel of the simulation running (its now and _steps change at every step)
     thread = 0  # the thread running the gated step
     limit: float | None = 60.0  # wall_limit_s of the simulation whose step runs
-    fired = 0  # the serial the watchdog last raised in (once per step, then again after each limit)
 
 
 STATE = _State()
@@ -184,28 +184,31 @@ def install() -> None:
 
 def _watch() -> None:
     """The watchdog thread's loop: see the module docstring."""
-    seen, since = -1, time.monotonic()
+    seen: Any = None
+    since = time.monotonic()
     while True:
         st = STATE
         limit = st.limit
-        time.sleep(0.05 if limit is None else max(0.01, min(0.5, limit / 8)))
+        time.sleep(0.5 if limit is None else max(0.01, min(0.5, limit / 8)))
         if not st.depth or limit is None:
-            seen = -1
+            seen = None
             continue
         now = time.monotonic()
-        if st.serial != seen:
-            seen, since = st.serial, now
+        k = st.kernel
+        progress = (st.serial, None if k is None else k.now, None if k is None else k._steps)
+        if progress != seen:
+            seen, since = progress, now
             continue
-        if now - since < limit or st.fired == seen:
+        if now - since < limit:
             continue
         frame = sys._current_frames().get(st.thread)
         if owner_frame(frame)[0] != "worker":
             continue  # alarmkit's own work, or code outside the worker: it is left alone
-        st.fired = seen
+        since = now  # raised again after another limit if the code catches it and goes on
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(st.thread), ctypes.py_object(WallClockLimit))
 
 
-def _ensure_watchdog() -> None:
+def ensure_watchdog() -> None:
     global _watchdog
     if _watchdog is None or not _watchdog.is_alive():
         with _lock:
@@ -217,10 +220,9 @@ def _ensure_watchdog() -> None:
 def gate(fn: Callable, limit: float | None, *args: Any) -> Any:
     """``fn(*args)`` as simulated code: the hook refuses in it, and the watchdog watches it."""
     st = STATE
-    if st.limit != limit or not st.depth:
-        st.limit = limit
-        if limit is not None:
-            _ensure_watchdog()
+    st.limit = limit
+    if _watchdog is None:
+        ensure_watchdog()
     st.depth += 1
     st.serial += 1
     st.thread = threading.get_ident()
@@ -228,4 +230,3 @@ def gate(fn: Callable, limit: float | None, *args: Any) -> Any:
         return fn(*args)
     finally:
         st.depth -= 1
-        st.serial += 1

@@ -8,21 +8,23 @@ steps gated (``_contain``).
   ``KeyboardInterrupt`` and ``SystemExit`` still stop the run, as in any object (docs/runtime.md).
 - ``printer(worker)``: the worker's ``print``: each call one ``console`` line (level ``log``, or ``error``
   with ``file=sys.stderr``) in the journal and in ``w.logs``, never on stdout.
-- ``gate_steps(sim)``: every kernel step of ``sim`` runs as simulated code (``_contain.gate``); a step the
-  watchdog stopped is a one-line ``RunawayError``.
+- ``gate_steps(sim)``: ``sim``'s runs are simulated code (``_contain``: the hook refuses in them, the
+  watchdog watches them); a step the watchdog stopped is a one-line ``RunawayError``.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+from types import CoroutineType, coroutine
 from typing import Any, Callable
 
 from ...errors import WorkerFailure
 from ...kernel import NO_LIMIT, over_wall_limit
-from ._contain import STATE, WallClockLimit, _FILES, gate
+from ._contain import STATE, WallClockLimit, _FILES, ensure_watchdog
 from ._importer import NOTE, text_of
 
-__all__ = ["guarded", "Guarded", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task"]
+__all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task"]
 
 MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
 _PASS = (KeyboardInterrupt, SystemExit, WallClockLimit)
@@ -50,56 +52,39 @@ def _failure(err: BaseException, what: str, ctx: Any = None) -> WorkerFailure | 
     return None
 
 
-class Guarded:
-    """A coroutine of the worker's, failing as ``_failure`` says (``send``/``throw``/``close`` passed on)."""
+@coroutine
+def _suspend(fut: Any) -> Any:
+    return (yield fut)
 
-    __slots__ = ("_coro", "_what", "_ctx")
 
-    def __init__(self, coro: Any, what: str, ctx: Any = None) -> None:
-        self._coro = coro
-        self._what = what
-        self._ctx = ctx
-
-    def send(self, value: Any) -> Any:
-        outer, CURRENT[0] = CURRENT[0], self._ctx
+async def guard_coro(coro: Any, what: str, ctx: Any = None) -> Any:
+    """A native coroutine driving the worker's ``coro`` step by step (so the runtime's fast path for
+    ``alarm()`` still applies): what the worker's code raises in a step is made ordinary (``_failure``);
+    a close of this coroutine (its task killed) closes ``coro`` and is never taken for the worker's own."""
+    value: Any = None
+    exc: BaseException | None = None
+    while True:
+        outer, CURRENT[0] = CURRENT[0], ctx
         try:
-            return self._coro.send(value)
-        except StopIteration:
-            raise
+            fut = coro.send(value) if exc is None else coro.throw(exc)
+        except StopIteration as stop:
+            return stop.value
         except BaseException as err:
-            fail = _failure(err, self._what, self._ctx)
-            if fail is None:
-                raise
-            raise fail from None
-        finally:
-            CURRENT[0] = outer
-
-    def throw(self, *exc: Any) -> Any:
-        outer, CURRENT[0] = CURRENT[0], self._ctx
-        try:
-            return self._coro.throw(*exc)
-        except StopIteration:
-            raise
-        except BaseException as err:
-            if len(exc) == 1 and err is exc[0]:
+            if err is exc:
                 raise  # what was thrown in comes back out: not the worker's own
-            fail = _failure(err, self._what, self._ctx)
+            fail = _failure(err, what, ctx)
             if fail is None:
                 raise
             raise fail from None
         finally:
             CURRENT[0] = outer
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Guarded:
-        return self
-
-    __iter__ = __await__
-
-    def __next__(self) -> Any:
-        return self.send(None)
+        try:
+            value, exc = await _suspend(fut), None
+        except GeneratorExit:  # closed while suspended: the task was killed
+            coro.close()
+            raise
+        except BaseException as err:  # thrown in by the kernel: handed to the worker's code
+            value, exc = None, err
 
 
 def guarded(what: str, ctx: Any, fn: Callable, *args: Any) -> Any:
@@ -115,8 +100,8 @@ def guarded(what: str, ctx: Any, fn: Callable, *args: Any) -> Any:
         raise fail from None
     finally:
         CURRENT[0] = outer
-    if hasattr(result, "send") and hasattr(result, "throw") and hasattr(result, "cr_frame"):
-        return Guarded(result, what, ctx)
+    if result.__class__ is CoroutineType:
+        return guard_coro(result, what, ctx)
     return result
 
 
@@ -124,8 +109,8 @@ def start_task(sim: Any, aw: Any, name: str) -> Any:
     """``asyncio.create_task`` / ``waitUntil`` in a worker: inside an object, one of its tasks (it dies with
     the instance, commits at its awaits, as a promise of the object's in workerd), guarded as its handlers."""
     ctx = CURRENT[0]
-    if hasattr(aw, "cr_frame"):
-        aw = Guarded(aw, f"a task it started ({name})", ctx)
+    if aw.__class__ is CoroutineType:
+        aw = guard_coro(aw, f"a task it started ({name})", ctx)
     if ctx is not None and ctx._host.ctx is ctx:
         return ctx.start(aw, name)
     return sim.spawn(aw, name)
@@ -187,16 +172,32 @@ def _object_of(err: BaseException) -> str:
 
 
 def gate_steps(sim: Any) -> None:
-    """Run every kernel step of ``sim`` gated (once per simulation)."""
+    """Run ``sim`` as simulated code (once per simulation): its ``run()`` and ``call()`` (the kernel's
+    ``run``, ``run_until_complete``) and ``sim.step()``, so the hook refuses inside them and the watchdog
+    watches them. Nothing is added to a kernel step: the watchdog reads the kernel's own progress."""
     kernel = sim.kernel
-    if "step" in vars(kernel):
+    if "run" in vars(kernel):
         return
-    inner = kernel.step
+    ensure_watchdog()
+    kernel.run = _gated(sim, kernel.run)
+    kernel.run_until_complete = _gated(sim, kernel.run_until_complete)
+    sim.step = _gated(sim, sim.step)
 
-    def step(end: int = NO_LIMIT) -> bool:
+
+def _gated(sim: Any, inner: Callable) -> Callable:
+    st, kernel, ident = STATE, sim.kernel, threading.get_ident
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        outer = st.kernel, st.limit
+        st.kernel, st.limit, st.thread = kernel, sim._wall_limit_s, ident()
+        st.depth += 1
+        st.serial += 1
         try:
-            return gate(inner, sim.wall_limit_s, end)
+            return inner(*args, **kwargs)
         except WallClockLimit as err:
-            raise over_wall_limit(_object_of(err), STATE.limit or 0, where_stopped(err)) from None
+            raise over_wall_limit(_object_of(err), st.limit or 0, where_stopped(err)) from None
+        finally:
+            st.depth -= 1
+            st.kernel, st.limit = outer
 
-    kernel.step = step
+    return gated
