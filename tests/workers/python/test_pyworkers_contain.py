@@ -1,5 +1,4 @@
-"""A Python Worker kept inside the simulation and bounded (issue 37 items 3, 4, 7-9; issue 36 item 8):
-the audit hook's refusals, the wall-clock watchdog, ``event_limit``, failures Python would not pass on
+"""A Python Worker kept inside the simulation and bounded: the audit hook's refusals, the wall-clock watchdog, ``event_limit``, failures Python would not pass on
 as ordinary exceptions, ``print()`` and ``ctx.storage.kv``, ``transaction()``'s rollback."""
 
 from __future__ import annotations
