@@ -399,6 +399,8 @@ def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
     success, never mistaken for Ctrl-C. The runtime's note says which object and when."""
     where = "; ".join(getattr(err, "__notes__", ()))
     kept = ("the worker was not loaded, nothing ran" if "(at import" in where else
+            "outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept"
+            if "outside any Durable Object" in where else
             "the object is journaled as crashed, what ran before is kept" if where else
             "outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept")
     return one_line(f"{command}: the code it ran called {what}" + (f" ({where})" if where else "") +

@@ -34,10 +34,10 @@ CURRENT: list = [None]  # the simulation's ctx of the object whose code runs now
 def _failure(err: BaseException, what: str, ctx: Any = None) -> WorkerFailure | None:
     """The ``WorkerFailure`` standing for ``err``, or None when ``err`` passes as it is (a
     ``KeyboardInterrupt`` or ``SystemExit`` raised outside any object is noted as the worker's own, as the
-    runtime notes one raised in an object: not taken for a Ctrl-C)."""
+    runtime notes one raised in an object: not taken for a Ctrl-C; ``SystemExit`` needs no note)."""
     if isinstance(err, _PASS):
-        if ctx is None and not isinstance(err, WallClockLimit) and not getattr(err, "__notes__", None):
-            err.add_note(f"{NOTE} the worker's {what}")
+        if ctx is None and isinstance(err, KeyboardInterrupt) and not getattr(err, "__notes__", None):
+            err.add_note(f"{NOTE} the worker's {what}, outside any Durable Object")  # its own: not a Ctrl-C
         return None
     if not isinstance(err, Exception):
         text = text_of(err)
