@@ -23,9 +23,11 @@ neither budget above stops it before memory runs out: measured 2026-12-04, a Pyt
 journaled ~360,000 events a second, ~120 bytes each held in memory without a journal file); and
 ``wall_limit_s``, wall-clock seconds one step of a Python Worker's code may run (``while True: pass``
 in ``alarm()``, a constructor or the module's top: the JS host's is ``ALARMKIT_JSHOST_TIMEOUT_S``, 60 s).
-The largest built-in run journals about 1,000,000 events in one ``run()`` (benchmarks/bench_core.py at
-full size); 2,000,000 is twice that: ``alarmkit worker`` on such a storm stopped there at 341 MB peak RSS
-after 9-43 s (the shared 2-core machine, 2026-12-04).
+The largest built-in run journals about 3,000,000 events in one ``run()`` (benchmarks/bench_core.py at
+full size: 1,000,000 alarm lifecycles of 3 events); 5,000,000 leaves room above it, and is about the
+built-in scenarios' own cap (``scenarios.work``, 2,000,000 units, about 1 GB): ``alarmkit worker`` on a
+re-arm storm stopped there at 600 MB peak RSS, after 188 s on the shared 2-core machine of 2026-12-04
+under a load of 8 (2,000,000 events: 341 MB, 43 s).
 """
 
 from __future__ import annotations
