@@ -426,3 +426,43 @@ class W(DurableObject):
         sim.call(a.reads())
     assert "_read_done" not in str(err.value) and "Host." not in str(err.value)
     assert "(step_limit): a storage read (get or list, awaited in a loop?) of object W:a keeps running" in str(err.value)
+
+
+def test_event_limit_stops_a_plain_simulation_too_and_with_a_journal_file(tmp_path):
+    from alarmkit.journal import Journal
+
+    class Storm(ak.DurableObject):
+        async def start(self):
+            await self.ctx.storage.set_alarm(self.ctx.now() + 10)
+
+        async def alarm(self, info):
+            await self.ctx.storage.set_alarm(self.ctx.now() + 5)
+
+    with Journal(tmp_path / "j.duckdb", batch_size=1_000) as journal:
+        sim = ak.Simulation(seed=0, journal=journal, event_limit=10_000)
+        stub = sim.namespace("S", Storm).get("a")
+        sim.call(stub.start())
+        with pytest.raises(ak.RunawayError, match=r"^stopped at virtual time 23,864 ms after 10,997 journal events in this "
+                                                  r"run \(event_limit=10,000\): object S:a \(1,000 of the latest 1,000 "
+                                                  r"events\): 333 alarm\(\) fires, each re-arming 5 ms ahead \(an alarm\(\) "
+                                                  r"that always sets another\?\)"):
+            sim.run()
+        sim.close(complete=False)
+        # the call's 3, the run's 10,997 counted at the check, and the 2 the step that crossed it finished with
+        assert len(journal.events(sim.run_id)) == 3 + 10_997 + 2
+
+
+def test_the_users_own_threads_and_files_are_untouched_by_the_hook(tmp_path):
+    sim, w, a = load(tmp_path, '''
+from workers import DurableObject
+
+class W(DurableObject):
+    async def go(self):
+        return 1
+''')
+    assert sim.call(a.go()) == 1
+    seen = []
+    t = threading.Thread(target=lambda: seen.append((tmp_path / "mine.txt").write_text("x")))
+    t.start()
+    t.join()
+    assert seen == [1] and (tmp_path / "mine.txt").read_text() == "x"
