@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from typing import Any, Sequence
 
 from ._signals import CtrlC
@@ -399,13 +400,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout = out
         ctrl_c.restore()
+        # after a one-line error, the coroutines the stopped run never started are collected at exit: their
+        # "never awaited" RuntimeWarnings would follow the error line as noise
+        warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
 
 
 def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
     """The message for a run a user's code stopped (``sys.exit()``, ``raise KeyboardInterrupt``): never a
     success, never mistaken for Ctrl-C. The runtime's note says which object and when."""
     where = "; ".join(getattr(err, "__notes__", ()))
-    kept = ("the object is journaled as crashed, what ran before is kept" if where else
+    kept = ("the worker was not loaded, nothing ran" if "(at import" in where else
+            "outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept"
+            if "outside any Durable Object" in where else
+            "the object is journaled as crashed, what ran before is kept" if where else
             "outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept")
     return one_line(f"{command}: the code it ran called {what}" + (f" ({where})" if where else "") +
                     f"; the run stopped there, unfinished ({kept}). Let the handler return or raise an ordinary "

@@ -32,6 +32,7 @@ __all__ = [
     "JsValueError",
     "WorkerError",
     "WorkerUnsupported",
+    "WorkerFailure",
     "DriveError",
 ]
 
@@ -126,8 +127,10 @@ class NoAlarmHandler(AlarmkitError, TypeError):
 
 class RunawayError(AlarmkitError):
     """A ``run()`` or ``call()`` hit its budget: too many kernel steps while the virtual clock stood
-    still (``step_limit``), or the clock would pass ``time_limit_ms`` with no ``until``/``limit``.
-    The message names the object and the task; the simulation is left as it was, so it can go on."""
+    still (``step_limit``), the clock would pass ``time_limit_ms`` with no ``until``/``limit``, more
+    journal events than ``event_limit`` (a re-arm storm), or one step of a Python Worker's code ran past
+    ``wall_limit_s`` of wall-clock time (its object reset as a crash resets it). The message names the
+    object and the task or loop; the simulation can go on."""
 
 
 class JournalWriteError(AlarmkitError):
@@ -183,8 +186,17 @@ class WorkerError(AlarmkitError):
 
 
 class WorkerUnsupported(WorkerError):
-    """The worker used what the simulation cannot run (outbound fetch, a KV, R2, D1 or queue binding...);
-    the message names it and how to stub it (``bindings={"NAME": a_python_object}``)."""
+    """The worker used what the simulation cannot run (outbound fetch, a KV, R2, D1 or queue binding...),
+    or a Python Worker's code reached out of the simulation (a socket, a file written, a process, a
+    thread: refused at the call by an audit hook); the message names it and how to stub it
+    (``bindings={"NAME": a_python_object}``)."""
+
+
+class WorkerFailure(AlarmkitError):
+    """A Python Worker's code failed with what Python does not pass on as an ordinary exception: a
+    ``BaseException`` that is not an ``Exception`` (``GeneratorExit``, a class of its own), or an exception
+    whose text cannot be read (its ``__str__`` raised). The handler failed with this one-line error naming
+    the original; in ``alarm()`` it is a counted failure, retried as any exception is."""
 
 
 class DriveError(WorkerError):

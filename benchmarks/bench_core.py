@@ -271,7 +271,7 @@ from alarmkit.scenarios.lease import LeaseLedger
 n, db = int(sys.argv[1]), sys.argv[2]
 journal = Journal(db)
 # a million idle timers come due at one virtual instant: no step limit (the default stops at 100,000)
-sim = Simulation(seed=1, journal=journal, scenario="bench-leases", step_limit=None)
+sim = Simulation(seed=1, journal=journal, scenario="bench-leases", step_limit=None, event_limit=None)
 ns = sim.namespace("LEASES", LeaseLedger)
 t0 = time.perf_counter()
 for i in range(n):

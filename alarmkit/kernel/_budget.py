@@ -16,6 +16,18 @@ The step budget is a trade: 100,000 steps are ~0.2 GB and a few seconds of an RP
 (1.9 KB a step, measured: it stopped after 3.6 s at 286 MB peak RSS, imports included), and about
 35,000 lease-ledger alarms firing in the same millisecond (1,000 of them took 2,500-3,000 steps);
 more work than that at one instant needs ``step_limit`` raised.
+
+Two more bound the user's own code (a worker's): ``event_limit``, journal events one ``run()`` or
+``call()`` may add (an alarm() that re-arms at ``Date.now()`` moves the clock a millisecond a fire, so
+neither budget above stops it before memory runs out: measured 2026-12-04, a Python Worker's storm
+journaled ~360,000 events a second, ~120 bytes each held in memory without a journal file); and
+``wall_limit_s``, wall-clock seconds one step of a Python Worker's code may run (``while True: pass``
+in ``alarm()``, a constructor or the module's top: the JS host's is ``ALARMKIT_JSHOST_TIMEOUT_S``, 60 s).
+The largest built-in run journals about 3,000,000 events in one ``run()`` (benchmarks/bench_core.py at
+full size: 1,000,000 alarm lifecycles of 3 events); 5,000,000 leaves room above it, and is about the
+built-in scenarios' own cap (``scenarios.work``, 2,000,000 units, about 1 GB): ``alarmkit worker`` on a
+re-arm storm stopped there at 600 MB peak RSS, after 188 s on the shared 2-core machine of 2026-12-04
+under a load of 8 (2,000,000 events: 341 MB, 43 s).
 """
 
 from __future__ import annotations
@@ -24,17 +36,46 @@ from typing import Any
 
 from ..errors import InvalidValue, RunawayError
 
-__all__ = ["STEP_LIMIT", "TIME_LIMIT_MS", "NO_LIMIT", "check_limit", "over_step_limit", "past_time_limit", "task_of", "KernelLimit"]
+__all__ = ["STEP_LIMIT", "TIME_LIMIT_MS", "NO_LIMIT", "EVENT_LIMIT", "WALL_LIMIT_S", "check_limit", "check_seconds",
+           "over_step_limit", "past_time_limit", "over_event_limit", "over_wall_limit", "task_of", "KernelLimit", "SimLimit"]
 
 STEP_LIMIT = 100_000  # kernel steps while the clock stands still
 TIME_LIMIT_MS = 365 * 86_400_000  # one year of virtual time for a run() or call() told no until/limit
 NO_LIMIT = 1 << 62  # what "no limit" compares as
+EVENT_LIMIT = 5_000_000  # journal events one run() or call() may add
+WALL_LIMIT_S = 60.0  # wall-clock seconds one step of a Python Worker's code may run
+MAX_WALL_S = 86_400.0
 
 
 def check_limit(name: str, value: Any) -> int | None:
     if value is None or (value.__class__ is int and value >= 1):
         return value
     raise InvalidValue(f"{name} must be a positive int or None (no limit), got {value!r}")
+
+
+def check_seconds(name: str, value: Any) -> float | None:
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_WALL_S):
+        return None if value is None else float(value)
+    raise InvalidValue(f"{name} must be seconds in (0, {MAX_WALL_S:,.0f}] or None (no limit), got {value!r:.60}")
+
+
+def over_event_limit(now: int, limit: int, count: int, loop: str) -> RunawayError:
+    return RunawayError(
+        f"stopped at virtual time {now:,} ms after {count:,} journal events in this run (event_limit={limit:,}): "
+        f"{loop}; work that never ends (driven without until?): pass until= (or limit= to call) to run less far, "
+        "or raise the limit: Simulation(event_limit=...) or sim.event_limit = None for no limit "
+        "(alarmkit worker --event-limit N)"
+    )
+
+
+def over_wall_limit(what: str, limit: float, where: str, outcome: str = "the object was reset as a crash resets it"
+                    ) -> RunawayError:
+    return RunawayError(
+        f"{what} ran for {limit:g} s of wall-clock time without returning to the simulation, stopped at {where} "
+        f"(a synchronous endless loop, such as while True: pass?): {outcome}; "
+        "if the code is only slow, raise the limit: Simulation(wall_limit_s=...) or sim.wall_limit_s = None "
+        "for no limit (alarmkit worker --wall-limit S)"
+    )
 
 
 def over_step_limit(now: int, limit: int, culprit: str) -> RunawayError:
@@ -81,3 +122,19 @@ class KernelLimit:
 
     def __set__(self, sim: Any, value: Any) -> None:
         setattr(sim.kernel, self.name, check_limit(self.name, value))
+
+
+class SimLimit:
+    """A ``Simulation`` attribute that reads and sets (checked) a budget the runtime keeps itself."""
+
+    def __init__(self, check: Any) -> None:
+        self.check = check
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, sim: Any, owner: type | None = None) -> Any:
+        return self if sim is None else sim.__dict__[f"_{self.name}"]
+
+    def __set__(self, sim: Any, value: Any) -> None:
+        sim.__dict__[f"_{self.name}"] = self.check(self.name, value)

@@ -74,6 +74,7 @@ class Kernel:
         # to the virtual clock (``charge``); None: code costs no virtual time (the deterministic default)
         self.cpu_clock: Callable[[], int] | None = None
         self.on_charge: Callable[[int, Callable, tuple], None] | None = None  # the runtime journals each charge
+        self._stop: RunawayError | None = None  # see stop()
 
     @property
     def step_limit(self) -> int | None:
@@ -84,7 +85,23 @@ class Kernel:
     def step_limit(self, value: int | None) -> None:
         self._step_limit = check_limit("step_limit", value)
         self._limit = NO_LIMIT if value is None else value  # what step() compares with
+        self._stop = None
         self._steps = 0  # steps taken at the current instant
+
+    def stop(self, err: RunawayError | None) -> None:
+        """Raise ``err`` before the next step that counts against ``step_limit`` (a microtask, or a
+        timer at the current instant), the step not taken: how a budget the runtime keeps (its events)
+        stops a run between two whole steps at no cost to the step itself. ``None`` withdraws it."""
+        self._stop = err
+        limit = self._step_limit
+        self._limit = -1 if err is not None else NO_LIMIT if limit is None else limit
+
+    def _over(self, fn: Callable, args: tuple) -> RunawayError:
+        err = self._stop
+        if err is None:
+            return over_step_limit(self.now, self._limit, self._culprit(fn, args))
+        self.stop(None)
+        return err
 
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> int:
@@ -222,7 +239,7 @@ class Kernel:
             if ready:
                 n = self._steps = self._steps + 1
                 if n > self._limit:
-                    raise over_step_limit(self.now, self._limit, self._culprit(*ready[0]))
+                    raise self._over(*ready[0])
                 fn, args = ready.popleft()
                 if self.cpu_clock is None:
                     fn(*args)
@@ -248,7 +265,7 @@ class Kernel:
                 if n > self._limit:
                     heappush(heap, key)  # not run: the simulation stays as it was
                     self._timers[key] = entry
-                    raise over_step_limit(t, self._limit, self._culprit(fn, args))
+                    raise self._over(fn, args)
             if self.cpu_clock is None:
                 fn(*args)
             else:

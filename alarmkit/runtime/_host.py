@@ -411,6 +411,14 @@ def on_interrupt(task: Task, err: BaseException) -> None:
         host.interrupted(err, task.name)
 
 
+# alarmkit's own steps, in the words of the code that caused them (never an internal name in a message)
+_PLAIN = {"_read_done": "a storage read (get or list, awaited in a loop?)",
+          "end_turn": "the commit of a turn's writes", "_resume": "an await of a settled storage call",
+          "_idle": "the idle-eviction timer", "_come_back": "the runtime's return after a restart",
+          "_check_limits": "the alarm handler's time limit", "_commit_fails": "a failing commit",
+          "_tick": "the scheduler's tick", "launch": "the drive script's next request"}
+
+
 def describe(fn: Callable, args: tuple) -> str:
     """Whose work a step or timer is, for ``RunawayError``: the task and the object."""
     task = task_of(fn, args)
@@ -425,7 +433,8 @@ def describe(fn: Callable, args: tuple) -> str:
     elif getattr(fn, "__name__", "") in ("_fire", "_timer"):  # the workerd and celld alarm timers
         what = "the next alarm() delivery"
     else:
-        what = getattr(fn, "__qualname__", repr(fn))
+        name = getattr(fn, "__name__", "")
+        what = _PLAIN.get(name) or getattr(fn, "__qualname__", repr(fn))
     if host is None:
         return what
     tries = f" (alarm() attempts so far: {host.invocations:,})" if host.invocations else ""

@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 from ..journal import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
-from ..kernel import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit, task_of
+from ..kernel import (EVENT_LIMIT, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, KernelLimit, SimLimit, check_limit, task_of,
+                      check_seconds, over_event_limit)
+from ._loops import loop_seen
 from .._checks import text, time_ms
 from ..journal import custom_event
 from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
@@ -32,6 +34,7 @@ from .faults import Faults
 from .profiles import Profile, get_profile
 
 __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
+_CHECK_EVERY = 65_536  # events between two checks of event_limit without a journal (with one: each batch)
 # every alarm backend a profile can name (Profile.scheduler), registered here and nowhere else
 SCHEDULERS: dict[str, Callable[[Simulation], AlarmBackend]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
 
@@ -56,9 +59,12 @@ class Simulation(AlarmDelivery):
         time_limit_ms: int | None = TIME_LIMIT_MS,
         start_ms: int = 0,
         cpu_time: str | int | None = None,
+        event_limit: int | None = EVENT_LIMIT,
+        wall_limit_s: float | None = WALL_LIMIT_S,
         **profile_changes: Any,
     ) -> None:
-        """``step_limit`` and ``time_limit_ms`` bound each ``run()`` and ``call()`` (see ``_budget``).
+        """``step_limit``, ``time_limit_ms`` and ``event_limit`` bound each ``run()`` and ``call()``, and
+        ``wall_limit_s`` one step of a Python Worker's code (see ``kernel/_budget``).
         ``start_ms`` is the clock's first reading, in 0..2**53: 0 (the default), or a real epoch such as
         ``1_767_225_600_000`` so ``Date.now()``-style values look real; the journal then opens with a
         ``clock_start`` event that figures subtract, so they show time since the start either way.
@@ -71,6 +77,8 @@ class Simulation(AlarmDelivery):
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
         self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
         self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
+        self.event_limit, self.wall_limit_s = event_limit, wall_limit_s
+        self._event_cap = self._run_seq = NO_LIMIT  # the event seq this run() or call() stops past, and its first
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
         if cpu_time is not None and cpu_time != 0:
             self.kernel.on_charge = self._charged
@@ -142,6 +150,7 @@ class Simulation(AlarmDelivery):
 
     def run(self, until: int | None = None) -> None:
         """Run until nothing is left to do, or until virtual time ``until``."""
+        self._budget_events()
         self.kernel.run(until)
 
     def advance(self, ms: int) -> None:
@@ -151,11 +160,31 @@ class Simulation(AlarmDelivery):
         return self.kernel.step()
 
     step_limit = KernelLimit()  # kernel steps one run() or call() may take at one virtual instant (None: no limit)
+    event_limit = SimLimit(check_limit)  # journal events one run() or call() may add (None: no limit)
+    wall_limit_s = SimLimit(check_seconds)  # wall-clock seconds one step of a Python Worker's code may run
     time_limit_ms = KernelLimit()  # virtual time one run() or call() with no until/limit may cover (None: no limit)
 
     def call(self, aw: Any, limit: int | None = None) -> Any:
         """Drive the simulation until ``aw`` (e.g. ``stub.grant("a", 300)``) completes; return its value."""
+        self._budget_events()
         return self.kernel.run_until_complete(aw, limit)
+
+    def _budget_events(self) -> None:
+        """A run() or call() begins: ``event_limit`` counts from here."""
+        self.kernel.stop(None)
+        limit = self._event_limit
+        self._run_seq = self.buffer.seq0 + len(self.buffer)
+        self._event_cap = NO_LIMIT if limit is None else self._run_seq + limit
+        if self.journal is None:
+            self._flush_len = len(self._buf) + _CHECK_EVERY * WIDTH
+
+    def _check_events(self) -> None:
+        """Past ``event_limit`` in this run: the kernel stops before its next step (``Kernel.stop``)."""
+        seq = self.buffer.seq0 + len(self.buffer)
+        if seq > self._event_cap:
+            self._event_cap = NO_LIMIT  # said once a run
+            self.kernel.stop(over_event_limit(self.kernel.now, self._event_limit or 0, seq - self._run_seq,
+                                              loop_seen(self.buffer)))
 
     # -- the scenario API: what a scenario script does from outside the objects -------------------
     def call_at(self, t_ms: int, fn: Callable[..., Any], *args: Any) -> Any:
@@ -309,7 +338,7 @@ class Simulation(AlarmDelivery):
         buf = self._buf
         buf += row
         if len(buf) >= self._flush_len:
-            self._auto_flush()
+            self._auto_flush()  # also every _CHECK_EVERY events without a journal: the event budget
 
     def flush(self) -> None:
         """Write buffered events to the journal (a checkpoint). If the batch cannot be written,
@@ -320,6 +349,10 @@ class Simulation(AlarmDelivery):
     def _auto_flush(self) -> None:
         # A flush at the batch size happens inside a step: raising there would leave an alarm half
         # delivered. The journal kept the events; say so now, and again (raising) at close().
+        self._check_events()  # before the flush: the loop is read from the buffered events
+        if self.journal is None:
+            self._flush_len = len(self._buf) + _CHECK_EVERY * WIDTH
+            return
         try:
             self.flush()
         except JournalWriteError as err:

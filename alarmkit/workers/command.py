@@ -3,6 +3,7 @@
 
     alarmkit worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
                     [--db journal.duckdb] [--report out.html] [--seed N] [--profile P] [--json]
+                    [--event-limit N] [--wall-limit S]
     alarmkit explore --worker src/entry.py --drive drive.json [--invariant expect] [--seeds N] ...
 
 Exit codes: 0 the run (or search) finished; 1 a drive expectation failed (``worker``); 2 a usage problem
@@ -21,6 +22,7 @@ from typing import Any
 
 from .._text import clean as _clean
 from ..errors import AlarmkitError, WorkerError
+from ..kernel import EVENT_LIMIT, MAX_WALL_S, WALL_LIMIT_S
 
 __all__ = ["add_arguments", "add_explore_arguments", "run_command", "run_explore", "clean"]
 
@@ -42,6 +44,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bind", action="append", type=_bind, default=[], metavar="NAME=Class",
                    help="bind a Durable Object class of the module (repeatable; adds to or overrides --wrangler)")
     p.add_argument("--compat", default=None, metavar="DATE", help="compatibility date (default: the wrangler file's)")
+    p.add_argument("--event-limit", type=_event_limit, default=EVENT_LIMIT, metavar="N",
+                   help=f"journal events one run of the drive may add before it stops (default {EVENT_LIMIT:,}; 0: no limit)")
+    p.add_argument("--wall-limit", type=_wall_limit, default=WALL_LIMIT_S, metavar="S",
+                   help=f"wall-clock seconds one step of a Python Worker's code may run (default {WALL_LIMIT_S:g}; 0: no limit)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,6 +68,28 @@ def add_explore_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--invariant", action="append", default=None, metavar="NAME",
                    help="check only these invariants (repeatable); default all, including expect")
+
+
+def _event_limit(text: str) -> int | None:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 2**62:
+        raise argparse.ArgumentTypeError(f"--event-limit takes a count of events in 0..2**62 (0: no limit), got "
+                                         f"{clean(text, 40)!r}; the default is {EVENT_LIMIT:,}")
+    return value or None
+
+
+def _wall_limit(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_WALL_S:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"--wall-limit takes seconds in 0..{MAX_WALL_S:,.0f} (0: no limit), got "
+                                         f"{clean(text, 40)!r}; the default is {WALL_LIMIT_S:g}")
+    return value or None
 
 
 def _seed(text: str) -> int:
@@ -114,7 +142,8 @@ def _run(args: argparse.Namespace) -> int:
     journal = Journal(args.db) if args.db else None
     try:
         result = run_worker(args.entry, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
-                            compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile)
+                            compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile,
+                            event_limit=args.event_limit, wall_limit_s=args.wall_limit)
         if report is not None:
             export_html(result, report)
     finally:
@@ -137,7 +166,7 @@ def _precheck(args: argparse.Namespace, drive: Any) -> None:
     from ..runtime import Simulation
     from ._load import load_worker
 
-    worker = load_worker(Simulation(seed=0), args.entry if getattr(args, "entry", None) else getattr(args, "worker", None),
+    worker = load_worker(Simulation(seed=0, wall_limit_s=args.wall_limit), args.entry if getattr(args, "entry", None) else getattr(args, "worker", None),
                          bindings=dict(args.bind) or None, wrangler=args.wrangler, compatibility_date=args.compat)
     drive.check(worker)
 
@@ -205,7 +234,8 @@ def _explore(args: argparse.Namespace) -> int:
         raise AlarmkitError("--max-crash-runs must be at least 1")
     result = explore_worker(
         args.worker, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
-        compatibility_date=args.compat, faults=faults, seeds=args.seeds, depth=args.depth,
+        compatibility_date=args.compat, event_limit=args.event_limit, wall_limit_s=args.wall_limit,
+        faults=faults, seeds=args.seeds, depth=args.depth,
         crash_points=None if args.crash_points == "none" else args.crash_points, workers=args.workers,
         journal=args.db, out=args.out, progress=not args.json, strict=args.strict,
         max_crash_runs=args.max_crash_runs or MAX_CRASH_RUNS, invariants=args.invariant,

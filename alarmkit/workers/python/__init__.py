@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import WorkerError
+from ...kernel import over_wall_limit
 from .._base import Request as BaseRequest, Response as BaseResponse, Var, Worker, names
 from ._convert import JsDict
 from ._env import JsEnv, JsNamespace, relaxed, rpc_methods
+from ._contain import WallClockLimit, gate, install
+from ._guard import gate_steps, guarded, printer, where_stopped
 from ._importer import Isolated
 from ._modules import make_modules
 from ._sdk import make_sdk
@@ -31,7 +34,8 @@ __all__ = ["load", "PythonWorker"]
 
 class PythonWorker(Worker):
     """A loaded Python Worker (``Worker``): also ``module`` (its entry module, isolated), ``sdk`` (its
-    ``workers`` module) and ``logs`` (what it wrote with ``js.console``: ``(t_ms, level, text)``)."""
+    ``workers`` module) and ``logs`` (what it wrote with ``print`` or ``js.console``: ``(t_ms, level, text)``,
+    the first 100,000 lines; every line is a ``console`` event in the journal too)."""
 
     language = "python"
 
@@ -56,9 +60,9 @@ class PythonWorker(Worker):
             handler = getattr(entry(ExecutionContext(self.sim), self.env), "fetch", None)
             if handler is None:
                 raise WorkerError(f"{self.path}: class Default has no fetch(self, request); define it to serve requests")
-            result = relaxed(handler, py_request)
+            result = guarded("Default.fetch()", None, relaxed, handler, py_request)
         elif callable(getattr(mod, "on_fetch", None)):
-            result = relaxed(mod.on_fetch, py_request, self.env, ExecutionContext(self.sim))
+            result = guarded("on_fetch()", None, relaxed, mod.on_fetch, py_request, self.env, ExecutionContext(self.sim))
         else:
             raise WorkerError(f"{self.path} has no default entrypoint: define class Default(WorkerEntrypoint) with "
                               "async def fetch(self, request), or call its Durable Objects through worker.env")
@@ -77,22 +81,41 @@ def _adapt(worker: PythonWorker, binding: str, cls: type) -> type:
     ``ctx`` and the worker's ``env``; ``alarm`` and ``fetch`` called relaxed, as workerd calls them."""
     compat = worker.compatibility_date
 
+    name = cls.__name__
+
     def __init__(self: Any, ctx: Any, env: Any) -> None:
         unique = str(ctx.id) in worker.unnamed.get(binding, ())
-        cls.__init__(self, JsState(ctx, binding, compat, unique), worker.env)
+        self._alarmkit_ctx = ctx  # the simulation's ctx, for the console lines of its code (_guard)
+        guarded(f"{name}() (its constructor)", ctx, cls.__init__, self, JsState(ctx, binding, compat, unique), worker.env)
 
     body: dict[str, Any] = {"__init__": __init__, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                             "__doc__": cls.__doc__}
     if callable(getattr(cls, "alarm", None)):
         def alarm(self: Any, info: Any) -> Any:
-            return relaxed(cls.alarm.__get__(self), JsDict(retryCount=info.retry_count, isRetry=info.is_retry,
-                                                          scheduledTime=float(info.scheduled_time)))
+            return guarded(f"{name}.alarm()", _ctx(self), relaxed, cls.alarm.__get__(self),
+                           JsDict(retryCount=info.retry_count, isRetry=info.is_retry, scheduledTime=float(info.scheduled_time)))
         body["alarm"] = alarm
     if callable(getattr(cls, "fetch", None)):
         def fetch(self: Any, request: Any) -> Any:
-            return relaxed(cls.fetch.__get__(self), request)
+            return guarded(f"{name}.fetch()", _ctx(self), relaxed, cls.fetch.__get__(self), request)
         body["fetch"] = fetch
+    for method in rpc_methods(cls):
+        if method not in body:
+            body[method] = _rpc(name, method, getattr(cls, method))
     return type(cls.__name__, (cls,), body)
+
+
+def _ctx(obj: Any) -> Any:
+    return getattr(obj, "_alarmkit_ctx", None)
+
+
+def _rpc(name: str, method: str, fn: Any) -> Any:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return guarded(f"{name}.{method}()", _ctx(self), lambda: fn(self, *args, **kwargs))
+
+    call.__name__ = call.__qualname__ = method
+    call.__doc__ = fn.__doc__
+    return call
 
 
 def load(sim: Any, path: Path, bindings: dict[str, Any], compat: str) -> PythonWorker:
@@ -100,9 +123,16 @@ def load(sim: Any, path: Path, bindings: dict[str, Any], compat: str) -> PythonW
     binding name -> a Durable Object class name (or the class) of the module, or any other value, which the
     worker sees as that binding. ``WorkerError`` naming what is wrong."""
     path = Path(path).resolve()
+    install()  # the audit hook that keeps the worker's code in the simulation (_contain)
     worker = PythonWorker(sim, path, compat)
     shims = make_modules(worker, worker.sdk)
-    worker.module = mod = Isolated(path.parent, shims).load_entry(path)
+    isolated = Isolated(path.parent, shims, printer(worker))
+    try:
+        worker.module = mod = gate(isolated.load_entry, sim.wall_limit_s, path)
+    except WallClockLimit as err:
+        raise WorkerError(str(over_wall_limit(f"importing {path}", sim.wall_limit_s or 0, where_stopped(err),
+                                              "the worker was not loaded"))) from None
+    gate_steps(sim)
     base = worker.sdk.DurableObject
     exported = {k: v for k, v in vars(mod).items() if isinstance(v, type) and issubclass(v, base) and v is not base}
     env: dict[str, Any] = {}

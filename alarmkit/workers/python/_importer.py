@@ -16,8 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import WorkerError
+from ._contain import WallClockLimit, register_file
 
-__all__ = ["Isolated"]
+__all__ = ["Isolated", "text_of", "NOTE"]
+
+NOTE = "raised in the simulated code of"  # as the runtime notes an interruption (alarmkit.cli tells it from Ctrl-C)
+
+
+def text_of(err: BaseException, limit: int = 200) -> str:
+    """``str(err)`` cut to ``limit``, or what stands for it when its ``__str__`` raises."""
+    try:
+        text = str(err)
+    except BaseException as inner:  # noqa: BLE001 - the worker's own __str__: anything can come out of it
+        return f"<its text cannot be read: its __str__ raised {type(inner).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 MAX_SOURCE = 1 << 24  # 16 MiB: a worker module past this is not a hand-written one
 
@@ -25,12 +37,14 @@ MAX_SOURCE = 1 << 24  # 16 MiB: a worker module past this is not a hand-written 
 class Isolated:
     """The module namespace of one loaded worker: ``load_entry(path)``; ``modules`` by name."""
 
-    def __init__(self, root: Path, shims: dict[str, types.ModuleType]) -> None:
+    def __init__(self, root: Path, shims: dict[str, types.ModuleType], print_: Any = None) -> None:
         self.root = root
         self.shims = shims
         self.modules: dict[str, types.ModuleType] = {}
         self.builtins = dict(vars(builtins))
         self.builtins["__import__"] = self._import
+        if print_ is not None:
+            self.builtins["print"] = print_
 
     def load_entry(self, path: Path) -> types.ModuleType:
         return self._exec(path.stem, path, is_package=False)
@@ -48,9 +62,11 @@ class Isolated:
         try:
             code = compile(source, str(path), "exec", dont_inherit=True)
         except SyntaxError as err:
-            raise WorkerError(f"{path}:{err.lineno}: syntax error: {err.msg}; fix the module and load it again") from None
+            at = f"{path}:{err.lineno}" if err.lineno is not None else str(path)
+            raise WorkerError(f"{at}: syntax error: {err.msg}; fix the module and load it again") from None
         except ValueError as err:  # null bytes in the source
             raise WorkerError(f"{path}: not Python source ({err})") from None
+        register_file(str(path))  # its calls out of the simulation are refused (_contain)
         mod = types.ModuleType(name)
         mod.__file__ = str(path)
         mod.__builtins__ = self.builtins
@@ -68,7 +84,21 @@ class Isolated:
             raise WorkerError(f"importing {path} recursed too deeply (an import cycle or runaway recursion at top level)") from None
         except Exception as err:
             del self.modules[name]
-            raise WorkerError(f"importing {path} raised {type(err).__name__}: {str(err)[:200]}") from None
+            raise WorkerError(f"importing {path} raised {type(err).__name__}: {text_of(err)}") from None
+        except (KeyboardInterrupt, SystemExit) as err:  # the module's own (or a Ctrl-C): raised on, said where
+            self.modules.pop(name, None)
+            if not getattr(err, "__notes__", None):
+                err.add_note(f"{NOTE} the worker module {path} (at import, line {_line(err, path)})")
+            raise
+        except WallClockLimit:
+            self.modules.pop(name, None)
+            raise
+        except BaseException as err:  # GeneratorExit, a BaseException of its own: a module that cannot load
+            del self.modules[name]
+            text = text_of(err)
+            raise WorkerError(f"importing {path} raised {type(err).__name__} (a BaseException, not an Exception) "
+                              f"at line {_line(err, path)}{': ' + text if text else ''}; raise an Exception "
+                              "(ValueError, RuntimeError...) or none") from None
         return mod
 
     def _local(self, name: str) -> types.ModuleType | None:
@@ -115,3 +145,13 @@ class Isolated:
         if level:
             raise ImportError(f"No module named {name!r} in the worker's folder {self.root}")
         return builtins.__import__(name, globals, locals, fromlist, 0)
+
+
+def _line(err: BaseException, path: Path) -> str:
+    """The line of ``path`` the traceback of ``err`` last passed (``?`` when it never did)."""
+    line, tb = "?", err.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == str(path) and tb.tb_lineno is not None:
+            line = str(tb.tb_lineno)
+        tb = tb.tb_next
+    return line

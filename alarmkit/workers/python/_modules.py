@@ -10,7 +10,7 @@ UTC, as in Workers, whatever the machine's.
 
 from __future__ import annotations
 
-import asyncio as _asyncio
+import asyncio as _aio
 import datetime as _dt
 import json
 import time as _time
@@ -18,7 +18,9 @@ import types
 from typing import Any
 
 from ...errors import WorkerUnsupported
+from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
+from ._guard import log_line, start_task
 from ._sdk import outbound_fetch
 
 __all__ = ["make_modules"]
@@ -82,14 +84,22 @@ def _clock_datetime(sim: Any) -> types.ModuleType:
 
 def _asyncio(sim: Any) -> types.ModuleType:
     mod = types.ModuleType("asyncio", "asyncio on the simulation's kernel: sleep, gather, create_task")
-    mod.__dict__.update({k: v for k, v in vars(_asyncio).items() if not k.startswith("__")})
+    mod.__dict__.update({k: v for k, v in vars(_aio).items() if not k.startswith("__")})
 
     def sleep(delay: float, result: Any = None) -> Any:
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 2**53 / 1000:
-            raise TypeError(f"asyncio.sleep() takes seconds in 0..2**53/1000, got {delay!r:.40}")
+        """``await asyncio.sleep(s)`` on the virtual clock; ``s <= 0`` returns at once (after one turn of the
+        loop, as Python's does), NaN too (Python's ``sleep`` treats it so)."""
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)):
+            raise TypeError(f"asyncio.sleep() takes a number of seconds, got {type(delay).__name__}")
+        ms = 0 if delay != delay or delay <= 0 else delay * 1000
+        if ms > 2**53 - sim.now:
+            raise TypeError(f"asyncio.sleep({delay!r:.40}): past the end of the simulation's clock (2**53 ms); "
+                            "sleep less")
+
+        ms = int(round(ms))
 
         async def wait() -> Any:
-            await sim.kernel.sleep(int(round(delay * 1000)))
+            await (sim.kernel.sleep(ms) if ms else sim.kernel.checkpoint())
             return result
 
         return wait()
@@ -107,13 +117,13 @@ def _asyncio(sim: Any) -> types.ModuleType:
         return sim.gather(*(caught(a) for a in aws))
 
     def create_task(coro: Any, name: str | None = None) -> Any:
-        return sim.spawn(coro, name or "task")
+        return start_task(sim, coro, name or "task")
 
-    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task)
+    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future)
     return mod
 
 
-def _js(sim: Any, sdk: types.ModuleType, logs: list) -> types.ModuleType:
+def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
     mod = types.ModuleType("js", "the JavaScript globals a Python Worker reads, as the simulation provides them")
 
     class Date:
@@ -150,7 +160,7 @@ def _js(sim: Any, sdk: types.ModuleType, logs: list) -> types.ModuleType:
 
     class _Console:
         def _log(self, level: str, *args: Any) -> None:
-            logs.append((sim.now, level, " ".join(str(a) for a in args)))
+            log_line(worker, level, " ".join(str(a) for a in args))
 
         def log(self, *a: Any) -> None:
             self._log("log", *a)
@@ -183,6 +193,13 @@ def _js(sim: Any, sdk: types.ModuleType, logs: list) -> types.ModuleType:
     async def fetch(*a: Any, **kw: Any) -> Any:
         raise outbound_fetch("js.fetch")
 
+    class _WebSocket:
+        @staticmethod
+        def new(url: Any = "", *a: Any, **kw: Any) -> Any:
+            raise WorkerUnsupported(f"js.WebSocket.new({str(url)[:120]!r}): a network connection leaves the simulation, "
+                                    "which alarmkit does not do; bind a fake of the service instead "
+                                    "(load_worker(..., bindings={'FEED': my_fake})) and call env.FEED from the worker")
+
     def _missing(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
@@ -191,7 +208,7 @@ def _js(sim: Any, sdk: types.ModuleType, logs: list) -> types.ModuleType:
                                 "see docs/workers.md")
 
     mod.__dict__.update(Date=Date, Object=_Object, JSON=_JSON, Math=_Math, console=_Console(), Response=_JsResponse,
-                        Request=_JsRequest, fetch=fetch, __getattr__=_missing)
+                        Request=_JsRequest, fetch=fetch, WebSocket=_WebSocket, __getattr__=_missing)
     return mod
 
 
@@ -223,4 +240,4 @@ def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleTy
     sim = worker.sim
     pkg, ffi = _pyodide()
     return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
-            "js": _js(sim, sdk, worker.logs), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk}
+            "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk}

@@ -18,7 +18,7 @@ from ...errors import WorkerUnsupported
 from ...runtime import Future
 from ._convert import JsDate, JsDict, from_rpc, storable
 
-__all__ = ["JsState", "JsStorage", "JsSql", "JsCursor", "JsId", "ExecutionContext", "DELETE_ALL_DELETES_ALARM"]
+__all__ = ["JsState", "JsStorage", "JsSql", "JsKv", "JsCursor", "JsId", "ExecutionContext", "DELETE_ALL_DELETES_ALARM"]
 
 # workerd src/workerd/io/compatibility-date.capnp, deleteAllDeletesAlarm: enabled from this date
 DELETE_ALL_DELETES_ALARM = "2026-02-24"
@@ -141,6 +141,62 @@ class JsSql:
         return self._sql.database_size
 
 
+def _key(key: Any, what: str) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"storage.kv.{what}: keys are text (str), got {type(key).__name__}")
+    return key
+
+
+class JsKv:
+    """``ctx.storage.kv``: the synchronous key-value API of a SQLite-backed object (workerd's
+    ``SyncKvStorage``, src/workerd/api/sync-kv.h): ``get(key)`` (the value or None), ``put(key, value)``,
+    ``delete(key)`` (True if it was there), ``list(prefix=, start=, startAfter=, end=, reverse=, limit=)``
+    (``[key, value]`` pairs in key order). The same keys as ``get``/``put``; writes join the turn."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    def _db(self) -> Any:
+        host = self._ctx._host
+        host.check_alive()
+        return host.db
+
+    def get(self, key: Any) -> Any:
+        return from_rpc(self._db().kv_get(_key(key, "get")))
+
+    def put(self, key: Any, value: Any) -> None:
+        self._ctx.storage.put(_key(key, "put"), storable(key, value))
+
+    def delete(self, key: Any) -> bool:
+        db = self._db()
+        self._ctx._host.wrote()  # joins the turn, as a put does
+        return bool(db.kv_delete(_key(key, "delete")))
+
+    def list(self, *options: Any, **kw: Any) -> list:
+        opts = _options(options, kw, LIST_OPTIONS, "storage.kv.list")
+        limit = opts.get("limit")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise TypeError(f"storage.kv.list: limit must be a positive integer, got {limit!r}")
+        return [[k, v] for k, v in _pick(self._db().kv_list(opts.get("prefix", "")), opts, limit).items()]
+
+
+def _pick(found: dict, opts: dict, limit: int | None) -> dict:
+    """``list``'s options applied to the keys found under the prefix (a ``dict`` in their order)."""
+    keys = sorted(found)
+    if "start" in opts:
+        keys = [k for k in keys if k >= opts["start"]]
+    if "startAfter" in opts:
+        keys = [k for k in keys if k > opts["startAfter"]]
+    if "end" in opts:
+        keys = [k for k in keys if k < opts["end"]]
+    if opts.get("reverse"):
+        keys.reverse()
+    if limit is not None:
+        keys = keys[:limit]
+    return {k: from_rpc(found[k]) for k in keys}
+
+
+
 class JsStorage:
     """``ctx.storage`` with workerd's names (see the module docstring)."""
 
@@ -149,6 +205,7 @@ class JsStorage:
         self._s = ctx.storage
         self._compat = compat
         self.sql = JsSql(self._s)
+        self.kv = JsKv(ctx)
 
     def get(self, key: Any, *options: Any, **kw: Any) -> Future:
         _options(options, kw, {"allowConcurrency", "noCache"}, "storage.get")
@@ -172,21 +229,7 @@ class JsStorage:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise TypeError(f"storage.list: limit must be a positive integer, got {limit!r}")
 
-        def pick(found: dict) -> dict:
-            keys = sorted(found)
-            if "start" in opts:
-                keys = [k for k in keys if k >= opts["start"]]
-            if "startAfter" in opts:
-                keys = [k for k in keys if k > opts["startAfter"]]
-            if "end" in opts:
-                keys = [k for k in keys if k < opts["end"]]
-            if opts.get("reverse"):
-                keys.reverse()
-            if limit is not None:
-                keys = keys[:limit]
-            return {k: from_rpc(found[k]) for k in keys}
-
-        return _then(self._s.list(opts.get("prefix", "")), pick)
+        return _then(self._s.list(opts.get("prefix", "")), lambda found: _pick(found, opts, limit))
 
     def deleteAll(self, *options: Any, **kw: Any) -> Any:
         """Every key and SQL table gone; the alarm too from compatibility date 2026-02-24 (workerd's

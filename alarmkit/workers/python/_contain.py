@@ -1,0 +1,232 @@
+"""What keeps a Python Worker's code inside the simulation: one PEP 578 audit hook, and one watchdog.
+
+The hook (``sys.addaudithook``, installed once per process when the first Python Worker loads; an
+audit hook cannot be removed) refuses, with a ``WorkerUnsupported`` raised at the call, what would leave
+the simulation: the network (``socket.*``: a connect, a bind, a DNS lookup, a new socket), a file written,
+created, moved or removed (``open`` for writing, ``os.remove``, ``os.rename``, ``os.mkdir``...), a process
+(``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn``, ``os.fork``) and a
+thread (``_thread.start_new_thread``). It refuses only while simulated code runs (``gate``: a worker's
+import, a kernel step of a simulation that holds a Python Worker) and only a call made *from the worker's
+own modules*: walking the stack from the call outwards, the first frame that is a worker module's refuses,
+the first that is alarmkit's own (its journal, its storage) or the user's own code outside the worker (a
+fake binding, a notebook) allows; the standard library and installed packages are passed over (a
+``urllib.request.urlopen`` in the worker is refused; the same call in a fake binding is not). The import
+system's own bytecode cache (``__pycache__``) is allowed.
+
+Python 3.13 audits the start of a thread (``_thread.start_new_thread``); on 3.11 and 3.12 alarmkit adds
+that event, wrapping ``_thread.start_new_thread`` (and ``threading._start_new_thread``) in a function that
+audits and then calls it: nothing else about threads changes.
+
+This is a guard against code that would leave the simulation by accident or habit, not a sandbox against
+code that tries: ``ctypes`` or a file descriptor opened before the worker loaded get past it.
+
+The watchdog: a daemon thread that, while a gated step has run for ``Simulation.wall_limit_s`` seconds of
+wall-clock time without another step starting, raises ``WallClockLimit`` (a ``BaseException``, so
+``except Exception`` in the worker does not swallow it) in the thread running the step, when that thread
+is in the worker's own code (``PyThreadState_SetAsyncExc``). ``gate`` turns it into a one-line error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import sysconfig
+import threading
+import time
+import _thread
+from typing import Any, Callable
+
+from ...errors import WorkerUnsupported
+
+__all__ = ["install", "register_file", "gate", "ensure_watchdog", "WallClockLimit", "owner_frame", "STATE"]
+
+_ALARMKIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_LIBS = tuple(sorted({os.path.join(p, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                      if (p := sysconfig.get_paths().get(k))}))
+_FILES: set[str] = set()  # the code file names of every Python Worker module loaded in this process
+
+
+class WallClockLimit(BaseException):
+    """Raised by the watchdog in a worker's code that ran past the wall-clock limit (``gate`` reports it)."""
+
+
+class _State:
+    depth = 0  # gated calls running (a worker's import inside a step nests)
+    serial = 0  # gated calls started so far: with the running kernel's clock and steps, the progress the watchdog sees
+    kernel: Any = None  # the kernel of the simulation running (its now and _steps change at every step)
+    thread = 0  # the thread running the gated step
+    limit: float | None = 60.0  # wall_limit_s of the simulation whose step runs
+
+
+STATE = _State()
+_installed = False
+_watchdog: threading.Thread | None = None
+_lock = threading.Lock()
+
+NETWORK = {"socket.__new__", "socket.connect", "socket.connect_ex", "socket.bind", "socket.sendto", "socket.sendmsg",
+           "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr",
+           "socket.getnameinfo"}
+FILES = {"open", "os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "os.link",
+         "os.symlink", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile", "sqlite3.connect"}
+PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
+             "os.startfile", "os.kill", "os.killpg"}
+THREADS = {"_thread.start_new_thread"}
+EVENTS = frozenset(NETWORK | FILES | PROCESSES | THREADS)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def register_file(path: str) -> None:
+    """``path`` is a module of a Python Worker: calls made from its code are contained."""
+    _FILES.add(path)
+
+
+_SKIP: set = set()  # code objects passed over as a library's (the thread-start wrapper below)
+
+
+def _kind(path: str) -> str:
+    """Who a frame's code belongs to: ``worker``, ``alarmkit``, ``lib`` (passed over) or ``user``."""
+    if path in _FILES:
+        return "worker"
+    if path.startswith(_ALARMKIT):
+        return "alarmkit"
+    if path.startswith(_LIBS) or path.startswith("<"):
+        return "lib"
+    return "user"
+
+
+def owner_frame(frame: Any) -> tuple[str, Any]:
+    """The first frame, from ``frame`` outwards, that is not the standard library's or a package's, and
+    whose it is (``_kind``); ``("lib", None)`` when there is none."""
+    while frame is not None:
+        kind = "lib" if frame.f_code in _SKIP else _kind(frame.f_code.co_filename)
+        if kind != "lib":
+            return kind, frame
+        frame = frame.f_back
+    return "lib", None
+
+
+def _writes(event: str, args: tuple) -> bool:
+    if event == "open":
+        path, mode, flags = (tuple(args) + (None, None, 0))[:3]
+        if mode is not None:
+            return isinstance(mode, str) and any(c in mode for c in "wax+")
+        return bool((flags or 0) & _WRITE_FLAGS)
+    if event == "sqlite3.connect":
+        return bool(args) and str(args[0]) not in (":memory:", "") and "mode=memory" not in str(args[0])
+    return True
+
+
+def _shown(args: tuple) -> str:
+    parts = []
+    for a in args[:3]:
+        text = repr(a)
+        parts.append(text if len(text) <= 80 else text[:77] + "...")
+    return ", ".join(parts)
+
+
+def refusal(event: str, args: tuple, where: str) -> WorkerUnsupported:
+    """The error of a refused call (docs/errors.md lists the four texts)."""
+    call = f"{event}({_shown(args)})"
+    if event in NETWORK:
+        why = ("a network connection leaves the simulation, which alarmkit does not do; bind the service instead "
+               "(load_worker(..., bindings={'API': my_fake})) and call env.API from the worker")
+    elif event in THREADS:
+        why = ("a thread would run outside the simulation's virtual clock; start the work as a task "
+               "(asyncio.create_task(...) or ctx.waitUntil(...)), which the simulation runs")
+    elif event in PROCESSES:
+        why = ("a process leaves the simulation, which alarmkit does not do; bind a fake of what it does instead "
+               "(load_worker(..., bindings={'TOOL': my_fake}))")
+    else:
+        why = ("a file written outside the simulation, which alarmkit does not do; keep the data in "
+               "ctx.storage (kv, sql), or bind a fake of the store (load_worker(..., bindings={'FILES': my_fake}))")
+    return WorkerUnsupported(f"{call} in the worker's code at {where}: {why}")
+
+
+def _hook(event: str, args: tuple) -> None:
+    if event not in EVENTS or not STATE.depth or not _writes(event, args):
+        return
+    kind, frame = owner_frame(sys._getframe(1))
+    if kind != "worker":
+        return
+    if event in FILES and args and "__pycache__" in str(args[0]):
+        inner = sys._getframe(1)  # the import system writing its bytecode cache
+        while inner is not None and inner is not frame:
+            if "importlib" in inner.f_code.co_filename:
+                return
+            inner = inner.f_back
+    raise refusal(event, tuple(args), f"{frame.f_code.co_filename}:{frame.f_lineno}")
+
+
+def _audited(start: Callable) -> Callable:
+    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
+        sys.audit("_thread.start_new_thread", function, args, kwargs)
+        return start(function, args) if kwargs is None else start(function, args, kwargs)
+
+    start_new_thread.__wrapped__ = start  # type: ignore[attr-defined]
+    _SKIP.add(start_new_thread.__code__)
+    return start_new_thread
+
+
+def install() -> None:
+    """Install the audit hook (once per process) and, before Python 3.13, the thread-start event."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        if sys.version_info < (3, 13) and not hasattr(_thread.start_new_thread, "__wrapped__"):
+            audited = _audited(_thread.start_new_thread)
+            _thread.start_new_thread = _thread.start_new = audited  # type: ignore[attr-defined]
+            threading._start_new_thread = audited  # type: ignore[attr-defined]
+        sys.addaudithook(_hook)
+        _installed = True
+
+
+def _watch() -> None:
+    """The watchdog thread's loop: see the module docstring."""
+    seen: Any = None
+    since = time.monotonic()
+    while True:
+        st = STATE
+        limit = st.limit
+        time.sleep(0.5 if limit is None else max(0.01, min(0.5, limit / 8)))
+        if not st.depth or limit is None:
+            seen = None
+            continue
+        now = time.monotonic()
+        k = st.kernel
+        progress = (st.serial, None if k is None else k.now, None if k is None else k._steps)
+        if progress != seen:
+            seen, since = progress, now
+            continue
+        if now - since < limit:
+            continue
+        frame = sys._current_frames().get(st.thread)
+        if owner_frame(frame)[0] != "worker":
+            continue  # alarmkit's own work, or code outside the worker: it is left alone
+        since = now  # raised again after another limit if the code catches it and goes on
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(st.thread), ctypes.py_object(WallClockLimit))
+
+
+def ensure_watchdog() -> None:
+    global _watchdog
+    if _watchdog is None or not _watchdog.is_alive():
+        with _lock:
+            if _watchdog is None or not _watchdog.is_alive():
+                _watchdog = threading.Thread(target=_watch, name="alarmkit-python-worker-watchdog", daemon=True)
+                _watchdog.start()
+
+
+def gate(fn: Callable, limit: float | None, *args: Any) -> Any:
+    """``fn(*args)`` as simulated code: the hook refuses in it, and the watchdog watches it."""
+    st = STATE
+    st.limit = limit
+    if _watchdog is None:
+        ensure_watchdog()
+    st.depth += 1
+    st.serial += 1
+    st.thread = threading.get_ident()
+    try:
+        return fn(*args)
+    finally:
+        st.depth -= 1
