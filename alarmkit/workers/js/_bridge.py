@@ -27,8 +27,9 @@ __all__ = ["Bridge", "JsObject"]
 
 
 def _error_info(err: BaseException) -> dict:
-    if isinstance(err, JsError):
-        return {"name": err.js_name, "message": str(err)}
+    if isinstance(err, JsError):  # its text is "Name: message" (_js_error): the name goes once, not twice
+        text, prefix = str(err), f"{err.js_name}: "
+        return {"name": err.js_name, "message": text[len(prefix):] if text.startswith(prefix) else text}
     if isinstance(err, TypeError):  # NoAlarmHandler: workerd's assertCanSetAlarm throws a TypeError
         return {"name": "TypeError", "message": str(err)}
     if isinstance(err, (Aborted, ObjectCrashed, FacetAlarmError)):  # workerd rejects a reset object's callers with a plain Error
