@@ -116,3 +116,19 @@ if (typeof IteratorProto.filter !== "function") {
     define("Iterator", Iterator);
   }
 }
+
+// members of workerd's DurableObjectStorage the simulation does not model: refused by name when called
+// (point-in-time recovery: src/workerd/api/actor-state.h, getCurrentBookmark and friends)
+export function installRefused(StorageClass) {
+  const why = "point-in-time recovery (bookmarks) is not modelled by the simulation";
+  for (const name of ["getCurrentBookmark", "getBookmarkForTime", "onNextSessionRestoreBookmark", "waitForBookmark"]) {
+    if (name in StorageClass.prototype) continue;
+    Object.defineProperty(StorageClass.prototype, name, {
+      value() {
+        return Promise.reject(unsupported(`ctx.storage.${name}()`, why));
+      },
+      writable: true,
+      configurable: true,
+    });
+  }
+}

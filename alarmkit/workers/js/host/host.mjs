@@ -18,16 +18,17 @@ import * as cfw from "./cloudflare-workers.mjs";
 import { bundle } from "./bundle.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
 import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
-import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
+import { DurableObjectId, DurableObjectState, Storage, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
 import { exportsObject, facetIds, setModule } from "./facets.mjs";
 import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
-import "./globals.mjs";
+import { installRefused } from "./globals.mjs";
 
 const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
 let mod = null;
 let env = null;
 const instances = new Map(); // iid -> {obj, ctx}
 installHibernation(DurableObjectState);
+installRefused(Storage);
 setObjectLookup((iid) => (instances.get(iid) || {}).obj || null);
 
 // workerd's RPC names (src/workerd/api/worker-rpc.c++, isReservedName): the methods of the class's

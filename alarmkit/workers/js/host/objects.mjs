@@ -115,7 +115,7 @@ class SyncKvStorage {
   }
 }
 
-class Storage {
+export class Storage {
   constructor(iid) {
     this._iid = iid;
     this.sql = new SqlStorage(iid);
