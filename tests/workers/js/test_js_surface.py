@@ -1,4 +1,4 @@
-"""The runtime surface real code touches at load and at start (issue 36): Node built-ins under
+"""The runtime surface real code touches at load and at start: Node built-ins under
 nodejs_compat (pure ones as Node's own, outside-reaching ones refused at the use), AsyncLocalStorage
 across virtual timers, WebSocketPair and the hibernation API, caches (a miss, journaled), cloudflare:email,
 exports, workerd's RPC names, blockConcurrencyWhile after the constructor, unbound env names, a
