@@ -10,7 +10,8 @@
 // lets it import, and every use of it throws `WorkerUnsupported` naming the module and the member
 // (refused.mjs): a library that imports `node:http` at its top and never calls it loads, and a call
 // never leaves the simulation silently. `node:timers`, `node:perf_hooks` and `node:crypto`'s random
-// members run on the virtual clock and the seed, as the globals do.
+// members run on the virtual clock and the seed, as the globals do; `node:process` is the worker's
+// `process` (node-process.mjs).
 import { builtinModules } from "node:module";
 import { pathToFileURL } from "node:url";
 
@@ -27,7 +28,7 @@ export const OUTSIDE = {
   module: "the module loader", sqlite: "the file system", "test": "the test runner", sea: "the machine",
 };
 // on the simulation's clock and seed: the host's own versions
-const VIRTUAL = { timers: "node-timers.mjs", "timers/promises": "node-timers-promises.mjs", perf_hooks: "node-perf-hooks.mjs", crypto: "node-crypto.mjs" };
+const VIRTUAL = { process: "node-process-module.mjs", timers: "node-timers.mjs", "timers/promises": "node-timers-promises.mjs", perf_hooks: "node-perf-hooks.mjs", crypto: "node-crypto.mjs" };
 
 function builtinOf(spec) {
   const bare = spec.startsWith("node:") ? spec.slice(5) : spec;
@@ -41,7 +42,9 @@ function flagHint(spec, name, flags) {
     `(flags now: ${JSON.stringify(flags)})`;
 }
 
-export async function bundle(entry, esbuildPath, flags = []) {
+// build: the wrangler file's `define` (text substituted at bundle time) and `alias` (a module name to
+// the module bundled in its place: a package name, or an absolute path Python resolved)
+export async function bundle(entry, esbuildPath, flags = [], build = {}) {
   const esbuild = await import(pathToFileURL(esbuildPath).href);
   const nodejs = flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
   const als = nodejs || flags.includes("nodejs_als");
@@ -57,6 +60,8 @@ export async function bundle(entry, esbuildPath, flags = []) {
     conditions: ["workerd", "worker", "browser"],
     mainFields: ["browser", "module", "main"],
     logLevel: "silent",
+    define: build.define || {},
+    alias: build.alias || {},
     plugins: [{
       name: "alarmkit-cloudflare",
       setup(b) {
