@@ -43,8 +43,16 @@ def test_an_outside_reaching_builtin_imports_and_refuses_its_use_by_name(surface
 
 def test_without_nodejs_compat_a_builtin_does_not_build(js_host):
     with pytest.raises(ak.JsHostError, match=r'"node:async_hooks" is a Node.js built-in module, which workerd gives a '
-                                             r'Worker only under the compatibility flag "nodejs_compat" \(or "nodejs_als"\)'):
-        ak.Simulation().load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
+                                             r'Worker only under the compatibility flag "nodejs_compat" \(or "nodejs_als"\) '
+                                             r'\(or a compatibility date from 2026-08-04 on\)'):
+        ak.Simulation(compatibility_date="2026-08-03").load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
+    with pytest.raises(ak.JsHostError, match=r'flags now: \["no_nodejs_compat"\]'):
+        ak.Simulation(compatibility_date="2026-08-04").load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"},
+                                                                   compatibility_flags=["no_nodejs_compat"])
+    # from 2026-08-04 nodejs_compat is the default (workerd 1.20261117.1 says so, and its table holds the date)
+    sim = ak.Simulation(compatibility_date="2026-08-04")
+    w = sim.load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
+    assert sim.call(w.env.SURFACE.getByName("s").node())["ext"] == ".txt"
 
 
 def test_async_local_storage_kept_across_virtual_timers(surface):

@@ -52,7 +52,7 @@ async function load(msg) {
   seedRandom(msg.seed);
   let code;
   try {
-    code = await bundle(msg.entry, msg.esbuild, msg.flags || [], msg.build || {});
+    code = await bundle(msg.entry, msg.esbuild, msg.flags || [], msg.build || {}, msg.compat);
   } catch (e) {
     const errors = e.errors || [];
     const first = errors.length ? errors[0] : null;

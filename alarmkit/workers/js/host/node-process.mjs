@@ -7,10 +7,10 @@
 import nodeProcess from "node:process";
 import { S } from "./state.mjs";
 import { unsupported } from "./refused.mjs";
+import { nodejsCompat } from "./bundle.mjs";
 
 export function populatesEnv(flags, compat) {
-  const nodejs = flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
-  if (!nodejs || flags.includes("nodejs_compat_do_not_populate_process_env")) return false;
+  if (!nodejsCompat(flags, compat) || flags.includes("nodejs_compat_do_not_populate_process_env")) return false;
   return flags.includes("nodejs_compat_populate_process_env") || (typeof compat === "string" && compat >= "2025-04-01");
 }
 
