@@ -250,12 +250,17 @@ export function hexOf(binding, name) {
   return out;
 }
 
+function DurableObjectStub() {
+  throw new TypeError("Illegal constructor");
+}
+
 function makeStub(binding, id) {
   const key = id.name !== undefined ? id.name : id.toString();
   return new Proxy({}, {
     get(_t, prop) {
       if (prop === "id") return id;
       if (prop === "name") return id.name;
+      if (prop === "constructor") return DurableObjectStub; // the stub's own, never an RPC (as workerd's)
       if (typeof prop !== "string" || prop === "then") return undefined;
       if (prop === "fetch") {
         return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
