@@ -22,6 +22,7 @@ from ...errors import (Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectC
                        SqlError, WorkerUnsupported)
 from .._base import Request, Response
 from ._facet_ops import FACET
+from ._http import _fetched, _request_dict, _response, _response_dict
 from ._storage_ops import apply_op
 
 __all__ = ["Bridge", "JsObject"]
@@ -45,6 +46,9 @@ def _js_error(info: dict) -> JsError:
     name, message = info.get("name", "Error"), info.get("message", "")
     return JsError(f"{name}: {message}", name, info.get("stack", ""), message, info.get("props") or {})
 
+
+# workerd's names no RPC reaches (src/workerd/api/worker-rpc.c++, isReservedName); fetch is a stub's own
+RESERVED = frozenset({"connect", "alarm", "webSocketMessage", "webSocketClose", "webSocketError", "dup", "constructor"})
 
 # an alarm event's JSON, formatted (see Bridge.event): iid, retry count, scheduled time, pid, now
 _ALARM = '{"t":"alarm","iid":%d,"info":[%d,%d],"pid":%d,"now":%d}'
@@ -87,27 +91,6 @@ def _settle(fut: Future, ok: bool, value: Any) -> None:
         fut.set_result(value)
     else:
         fut.set_exception(_js_error(value))
-
-
-def _response(d: dict) -> Response:
-    return Response(d.get("body"), status=d.get("status", 200), headers=d.get("headers"))
-
-
-def _request_dict(req: Request) -> dict:
-    # bodies cross the pipe as text (JSON): bytes that are not UTF-8 arrive with U+FFFD in their place
-    body = req.body.decode("utf-8", "replace") if req.body else None
-    return {"url": req.url, "method": req.method, "headers": req.headers.items(), "body": body}
-
-
-def _response_dict(out: Any, binding: str) -> dict:
-    """What a Python stub of a binding answered (a ``Response``, a dict or a str), as the pipe carries it."""
-    if isinstance(out, str):
-        out = Response(out)
-    if isinstance(out, dict):
-        out = Response(out.get("body"), out.get("status", 200), out.get("headers"))
-    if not isinstance(out, Response):
-        raise AlarmkitError(f"the stub for env.{binding} returned {type(out).__name__}; return a Response, a dict or a str")
-    return {"status": out.status, "headers": out.headers.items(), "body": out.text()}
 
 
 class JsObject(DurableObject):
@@ -186,8 +169,8 @@ class Bridge:
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
-        for m in methods:
-            if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier():  # the first two forward themselves
+        for m in methods:  # alarm and fetch forward themselves; a name of the Python class's own is not routed
+            if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier() and not hasattr(JsObject, m):
                 body[m] = _rpc_method(m)
         if "alarm" not in methods:  # a class without alarm(): workerd refuses setAlarm outside its constructor
             body["alarm"] = None
@@ -402,7 +385,7 @@ class Bridge:
             if method == "fetch":
                 d = args[0]
                 res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
-                return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
+                return _fetched(res)
             return await getattr(stub, method)(*args)
         if binding in self.services or binding in self.objects:  # a stub the user gave
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
@@ -415,10 +398,16 @@ class Bridge:
                 await obj.ctx.effect(binding, key_of, method=args[0]["method"] if method == "fetch" else method)
             return await self._python_binding(binding, method, args)
         stub = self.sim.namespaces[binding].get(key)
+        if method in RESERVED:
+            raise TypeError(f"'{method}' is a reserved method and cannot be called over RPC.")
+        if method.startswith("_"):  # callable in workerd; the Python stub keeps `_` names its own
+            if not callable(stub._host.namespace.cls.__dict__.get(method)):
+                raise TypeError(f'The RPC receiver does not implement the method "{method}".')
+            return await self.sim.rpc(stub._host, method, tuple(args), {})
         if method == "fetch":
             d = args[0]
             res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
-            return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
+            return _fetched(res)
         return await getattr(stub, method)(*args)
 
     async def _python_binding(self, binding: str, method: str, args: list) -> Any:

@@ -3,6 +3,7 @@
 import { S, attempt, clone, decodeValue, encodeValue, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
+import { socketOf, socketToken } from "./websocket.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -20,11 +21,13 @@ export function requestFrom(d) {
 }
 export async function responseDict(res) {
   if (!(res instanceof Response)) throw new TypeError(`a fetch handler must return a Response, got ${show(res)}`);
+  if (res.status === 101) return { status: 101, headers: [...res.headers], body: "", ws: socketToken(res.webSocket) };
   return { status: res.status, headers: [...res.headers], body: await res.text() };
 }
 export function responseFrom(d) {
+  if (d.status === 101 && d.ws) return new Response(null, { status: 101, headers: d.headers, webSocket: socketOf(d.ws) });
   const nobody = d.status === 204 || d.status === 304 || d.status === 101;
-  return new Response(nobody ? null : d.body, { status: d.status, headers: d.headers });
+  return new Response(nobody ? null : d.body, { status: d.status === 101 ? 200 : d.status, headers: d.headers });
 }
 
 // -- storage ----------------------------------------------------------------------------------------
@@ -119,7 +122,7 @@ class SyncKvStorage {
   }
 }
 
-class Storage {
+export class Storage {
   constructor(iid) {
     this._iid = iid;
     this.sql = new SqlStorage(iid);
@@ -247,7 +250,9 @@ export class DurableObjectState {
     this.exports = exportsObject;
   }
   blockConcurrencyWhile(fn) {
-    const p = attempt(fn);
+    // the callback runs later, not inside the caller (a constructor returns first), as workerd's
+    // IoContext::blockConcurrencyWhile runs it in a task of its own (src/workerd/io/io-context.h)
+    const p = Promise.resolve().then(() => fn());
     waitFor("bcw", p);
     return p;
   }
@@ -279,12 +284,17 @@ export function hexOf(binding, name) {
   return out;
 }
 
+function DurableObjectStub() {
+  throw new TypeError("Illegal constructor");
+}
+
 function makeStub(binding, id) {
   const key = id.name !== undefined ? id.name : id.toString();
   return new Proxy({}, {
     get(_t, prop) {
       if (prop === "id") return id;
       if (prop === "name") return id.name;
+      if (prop === "constructor") return DurableObjectStub; // the stub's own, never an RPC (as workerd's)
       if (typeof prop !== "string" || prop === "then") return undefined;
       if (prop === "fetch") {
         return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
@@ -316,6 +326,9 @@ class Namespace {
   }
   getByName(name) {
     return this.get(this.idFromName(name));
+  }
+  jurisdiction(_name) {
+    return this; // where objects live is not simulated: the same namespace (workerd's restricts their location)
   }
 }
 
@@ -357,17 +370,8 @@ export function makeEnv(bindings, services, objects = [], vars = {}, refused = {
       },
     });
   }
-  return new Proxy(base, {
-    get(t, prop) {
-      if (typeof prop !== "string" || prop in t || prop === "then" || prop === "toJSON") return t[prop];
-      throw new Error(
-        `env.${prop} is not bound under alarmkit's JavaScript host; bind it when loading the worker, ` +
-          `e.g. bindings={"${prop}": "ClassName"} for a Durable Object or bindings={"${prop}": handler} for a service stub`,
-      );
-    },
-    has(t, prop) {
-      return prop in t;
-    },
-  });
+  // a name the config does not bind is undefined, as workerd's env gives it (no error: code that probes
+  // for an optional binding, `if (env.AI)`, goes on as it would there)
+  return base;
 }
 
