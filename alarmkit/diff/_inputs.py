@@ -58,7 +58,7 @@ def _from_frame(df: pd.DataFrame) -> pa.Table:
         raise AlarmkitError(f"these events do not fit the journal's columns ({str(err)[:200]}); "
                             "pass Journal.events(run_id)") from None
     _check_frame(tbl)
-    return tbl
+    return tbl.sort_by("seq")  # the order events happened in, not the frame's (one sorted by kind)
 
 
 def _check_frame(tbl: pa.Table) -> None:
@@ -95,7 +95,7 @@ def _from_journal(journal: Any, run_id: Any, name: str) -> Side:
         raise InvalidValue(f"a run id is an int, got {run_id!r}; journal.runs() lists them")
     run = journal.run(run_id)  # AlarmkitError naming the runs there when it is not
     con = journal.con
-    tbl = con.sql(f"SELECT {', '.join(COLUMNS)} FROM events WHERE run_id = {int(run_id)}").to_arrow_table()
+    tbl = con.sql(f"SELECT {', '.join(COLUMNS)} FROM events WHERE run_id = {int(run_id)} ORDER BY seq").to_arrow_table()
     return Side(tbl.cast(_SCHEMA), name, run)
 
 
