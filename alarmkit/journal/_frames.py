@@ -125,10 +125,21 @@ def _insert_into(rel: duckdb.DuckDBPyRelation, target: str) -> None:
 
 
 def _raw_rows(run_id: int | None, rows: list[tuple] | EventBatch) -> list[tuple]:
-    """A batch that cannot become Arrow, as plain rows in EVENT_COLUMNS order: nothing converted, nothing lost."""
+    """A batch that cannot become Arrow, as plain rows in EVENT_COLUMNS order: nothing lost, and each
+    detail as the journal's JSON text (``dump``), as every other kept batch holds it, so its spill
+    file reads back (``alarmkit journal recover``): an ``EventRow``'s detail is a dict."""
     if not isinstance(rows, EventBatch):
-        return [(run_id, *r) for r in rows]
+        return [(run_id, *r[:-1], _text_detail(r[-1])) if len(r) else (run_id, *r) for r in rows]
     return rows.plain(run_id)
+
+
+def _text_detail(detail: Any) -> Any:
+    if detail is None or isinstance(detail, str):
+        return detail
+    try:
+        return _dump(detail)
+    except Exception:  # noqa: BLE001 - kept as given: the spill writes what it can, nothing dropped
+        return detail
 
 
 def _holder(err: Exception) -> str:
