@@ -49,6 +49,18 @@ CREATE TABLE IF NOT EXISTS events (
     scheduled_ms BIGINT, prev_scheduled_ms BIGINT, retry_count INTEGER, detail TEXT
 );
 """
+def _half_made(cols: dict[str, set[str]]) -> bool:
+    """Whether the tables of a DuckDB file are some of alarmkit's own and nothing else, with none of
+    the events table's rows: a journal an earlier alarmkit was killed while creating (it made the
+    tables one statement at a time). It is completed (or, read-only, refused as such), not called
+    someone else's file."""
+    own = {"runs": {"run_id", "scenario", "profile", "seed", "params", "faults", "started_at", "complete",
+                    "ended_at", "faults_applied", "faults_unapplied"},
+           "events": {"run_id", *EVENT_COLUMNS}}
+    return bool(cols) and set(cols) <= set(own) and all(c <= own[t] for t, c in cols.items()) \
+        and "run_id" in cols.get("runs", {"run_id"})
+
+
 _ARROW = pa.schema([
     ("run_id", pa.int32()), ("seq", pa.int64()), ("t_ms", pa.int64()), ("namespace", pa.string()),
     ("object_id", pa.string()), ("kind", pa.string()), ("scheduled_ms", pa.int64()),
