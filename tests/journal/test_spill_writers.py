@@ -81,7 +81,8 @@ def test_a_simulation_batch_whose_insert_failed_round_trips(tmp_path):
     journal, sim = _simulate(tmp_path / "j.duckdb")
     sim.flush()
     journal._wcon, cursor = FullDisk(), journal._wcon
-    sim.run(until=30_000)
+    with pytest.warns(RuntimeWarning, match="the simulation carries on"):
+        sim.run(until=30_000)
     with pytest.raises(JournalWriteError, match="nothing is lost"):
         sim.close()
     journal._wcon = cursor

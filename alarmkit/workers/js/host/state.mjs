@@ -1,5 +1,6 @@
 // The host's shared state and its pipe to Python (see host.mjs for the protocol).
 import fs from "node:fs";
+import { types as nodeTypes } from "node:util";
 
 const IN = Number(process.argv[2]); // the pipe ends Python passed (their numbers in this process)
 const OUT = Number(process.argv[3]);
@@ -132,15 +133,40 @@ export function jsError(info) {
   return err;
 }
 
+// What was thrown, as Python gets it. Never throws itself: a thrown value whose reading throws (a Proxy
+// whose traps throw, a revoked Proxy) left the caller's promise unsettled, and Python journaled a
+// 15-minute timeout instead of the failure; a Symbol read as "Uncaught undefined".
 export function errInfo(e) {
-  if (e instanceof Error) return { name: e.name, message: String(e.message), stack: String(e.stack || "") };
-  let text;
-  try {
-    text = typeof e === "string" ? e : JSON.stringify(e);
-  } catch {
-    text = String(e);
+  if (safely(() => e instanceof Error, false)) {
+    return {
+      name: safely(() => String(e.name), "Error"),
+      message: safely(() => String(e.message), "(its message throws when read)"),
+      stack: safely(() => String(e.stack || ""), ""),
+    };
   }
-  return { name: "Error", message: `Uncaught ${text}`, stack: "" };
+  return { name: "Error", message: `Uncaught ${show(e)}`, stack: "" };
+}
+
+function safely(fn, fallback) {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}
+
+// A thrown or logged value as text, whatever it is: never throws.
+export function show(x) {
+  if (typeof x === "string") return x;
+  if (typeof x === "symbol") return safely(() => x.toString(), "a Symbol");
+  if (safely(() => x instanceof Error, false)) {
+    return `${safely(() => String(x.name), "Error")}: ${safely(() => String(x.message), "(its message throws when read)")}`;
+  }
+  const text = safely(() => JSON.stringify(x), undefined);
+  if (typeof text === "string") return text;
+  const plain = safely(() => String(x), undefined);
+  if (typeof plain === "string") return plain;
+  return nodeTypes.isProxy(x) ? "a Proxy that throws when read" : `a ${typeof x} that throws when read`;
 }
 
 // Values cross to Python as JSON (see docs/workers.md, JavaScript and TypeScript workers: what survives the trip).
@@ -182,15 +208,6 @@ function lossy(what) {
     "strings, finite numbers, booleans, null, arrays, Maps and plain objects");
 }
 
-export function show(x) {
-  if (typeof x === "string") return x;
-  if (x instanceof Error) return `${x.name}: ${x.message}`;
-  try {
-    return JSON.stringify(x) ?? String(x);
-  } catch {
-    return String(x);
-  }
-}
 
 export function attempt(fn) {
   try {
