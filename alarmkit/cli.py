@@ -355,6 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
     ctrl_c = CtrlC()
     try:
+        from ._paths import refuse_empty_paths
+
+        refuse_empty_paths(args)  # every command's --db "", --out "", --report "": one refusal, before any work
         return args.fn(args)
     except InternalError:
         raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
