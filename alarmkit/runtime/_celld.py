@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..journal import direction
 from ..errors import AlarmkitError
+from .._checks import MAX_MS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._types import HostView as Host, SimView as Simulation  # views: no import of what builds this
@@ -166,9 +167,10 @@ class CelldScheduler:
         if counted:
             row.counted += 1
         prev, row.at = row.at, self.kernel.now + delay
-        self.sim.log("arm", host, row.at, prev, row.counted, {"direction": direction(prev, row.at), "cause": "retry"})
-        self.sim.log("retry_scheduled", host, row.at, prev, row.counted,
-                     {"rung": shift, "base_ms": delay, "jitter_ms": 0, "delay_ms": delay, "counted": counted})
+        if row.at <= MAX_MS:  # past the clock's end the journal holds no time: the run stops there, naming this retry
+            self.sim.log("arm", host, row.at, prev, row.counted, {"direction": direction(prev, row.at), "cause": "retry"})
+            self.sim.log("retry_scheduled", host, row.at, prev, row.counted,
+                         {"rung": shift, "base_ms": delay, "jitter_ms": 0, "delay_ms": delay, "counted": counted})
         self._cover(host, row.at)
         self._arm_timer(host)
 

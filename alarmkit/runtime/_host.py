@@ -407,6 +407,11 @@ def on_interrupt(task: Task, err: BaseException) -> None:
         host.interrupted(err, task.name)
 
 
+_TIMERS = {"_idle": "the idle eviction (profile.idle_evict_ms after the last request)",
+           "_check_limits": "the handler time-limit watchdog", "_come_back": "the runtime's return after a restart",
+           "_tick": "celld's waker tick"}
+
+
 def describe(fn: Callable, args: tuple) -> str:
     """Whose work a step or timer is, for ``RunawayError``: the task and the object."""
     task = task_of(fn, args)
@@ -420,6 +425,8 @@ def describe(fn: Callable, args: tuple) -> str:
         what = f"task {task.name!r}"
     elif getattr(fn, "__name__", "") in ("_fire", "_timer"):  # the workerd and celld alarm timers
         what = "the next alarm() delivery"
+    elif getattr(fn, "__name__", "") in _TIMERS:  # the runtime's own timers, named as a user knows them
+        what = _TIMERS[fn.__name__]
     else:
         what = getattr(fn, "__qualname__", repr(fn))
     if host is None:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..journal import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
 from ..kernel import STEP_LIMIT, TIME_LIMIT_MS, KernelLimit
-from .._checks import text, time_ms
+from .._checks import MAX_MS, text, time_ms
 from ..journal import custom_event
 from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
 from ._celld import CelldScheduler
@@ -64,6 +64,7 @@ class Simulation(AlarmDelivery):
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
         self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
         self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
+        self.kernel.end_ms = MAX_MS  # the journal's times stop at 2**53 ms: a run reaching past it stops, naming why
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
         self.seed = seed
         self.faults = faults or Faults()

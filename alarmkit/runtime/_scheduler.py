@@ -18,6 +18,7 @@ import random
 from typing import TYPE_CHECKING
 
 from ..journal import arm_detail
+from .._checks import MAX_MS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._types import HostView as Host, SimView as Simulation  # views: the simulation builds schedulers
@@ -245,10 +246,11 @@ class WorkerdScheduler:
         entry.backoff += 1
         entry.retry += 1
         due = self.kernel.now + base + jitter
-        self.sim.log("arm", host, due, entry.at, entry.counted, arm_detail(entry.at, due, "retry"))
-        self.sim.log(
-            "retry_scheduled", host, due, entry.at, entry.counted,
-            {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
-        )
+        if due <= MAX_MS:  # past the clock's end the journal holds no time: the run stops there, naming this retry
+            self.sim.log("arm", host, due, entry.at, entry.counted, arm_detail(entry.at, due, "retry"))
+            self.sim.log(
+                "retry_scheduled", host, due, entry.at, entry.counted,
+                {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
+            )
         self._arm_timer(entry, due)
 
