@@ -7,7 +7,7 @@ The trace is ``data/real-runs/lease-exhaustion/tail.jsonl`` (a failing alarm's s
 log lines) repeated for as many objects as fill the size, each copy with its own object name and
 id. The import runs in a child process; its peak RSS is printed beside the peak of a child that only
 imports alarmkit, DuckDB and pandas (the floor any import starts from), and both as multiples of the
-file's size. Issue 37 measured 430 MB for 50 MB on this trace before the invocations took slots,
+file's size. It measured 430 MB for 50 MB on this trace before the invocations took slots,
 their log lines shared their keys and names, the records were freed before journaling and the rows
 went in chunks; 340 MB after (docs/real-runs.md).
 """

@@ -14,11 +14,9 @@ from ._checks import compare_checks
 from ._inputs import Side, side_of
 from ._result import Divergence, RunDiff, TABLE_COLUMNS
 
-__all__ = ["diff", "LANE_LIMIT", "CHECK_LIMIT", "ALIGNMENTS"]
+__all__ = ["diff", "LANE_LIMIT", "CHECK_LIMIT"]
 
-# How each run's times are counted before they are compared (the summary names the one used).
-ALIGNMENTS = {"exact": "times as journaled", "clock_start": "each counted from its clock's start",
-              "first_request": "each counted from its first request"}
+ALIGNMENTS = _sql.ALIGNMENTS
 
 # The figure draws every aligned event up to this many pairs; above, only the differences (it says so).
 LANE_LIMIT = 100_000

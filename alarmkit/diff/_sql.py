@@ -34,11 +34,14 @@ import duckdb
 from ..errors import AlarmkitError
 
 __all__ = ["ALIGNED_KINDS", "PLATFORM_CAUSES", "PAIR_COLUMNS", "base_ms", "key_events", "pair_objects",
-           "join_pairs", "per_object", "check_bases", "EPOCH_MS"]
+           "join_pairs", "per_object", "check_bases", "EPOCH_MS", "ALIGNMENTS"]
 
 ALIGNED_KINDS = ("arm", "disarm", "fire", "fire_skipped", "handler_ok", "handler_error", "abandoned", "revive",
                  "effect", "crash", "aborted", "restart")
 PLATFORM_CAUSES = ("retry", "reload", "duplicate")
+# How each run's times are counted before they are compared (the summary names the one used).
+ALIGNMENTS = {"exact": "times as journaled", "clock_start": "each counted from its clock's start",
+              "first_request": "each counted from its first request"}
 EPOCH_MS = 10**12  # times above this (2001-09-09) are epoch milliseconds, not virtual time from 0
 _KINDS = ", ".join(f"'{k}'" for k in ALIGNED_KINDS)
 _PLATFORM = ", ".join(f"'{c}'" for c in PLATFORM_CAUSES)

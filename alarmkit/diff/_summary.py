@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..viz.plots import fmt_ms
-from ._sql import EPOCH_MS
+from ._sql import ALIGNMENTS, EPOCH_MS
 
 __all__ = ["sentences", "divergence_text", "SHOW"]
 
@@ -138,8 +138,6 @@ def _more(lines: list[str], rest: int, what: str) -> list[str]:
 def sentences(d: Any) -> list[str]:
     """The summary's sentences, most telling first."""
     a, b = d.names
-    from ._run import ALIGNMENTS
-
     how = ALIGNMENTS[d.align]
     how += f", {d.tolerance_ms} ms tolerance" if d.tolerance_ms else ""
     # "at the same times" only when they are; a tolerance that let differences pass says the largest

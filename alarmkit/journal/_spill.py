@@ -85,7 +85,7 @@ def read_spill(path: str | os.PathLike) -> tuple[dict, list[list]]:
             if not isinstance(row, list) or len(row) != width:
                 raise AlarmkitError(f"{str(p)!r} line {number} is not an event of {width} columns; the file was "
                                     "changed after alarmkit wrote it")
-            if "detail" in head["columns"]:  # alarmkit before issue 37 spilled a batch that failed conversion with its
+            if "detail" in head["columns"]:  # an earlier alarmkit spilled a batch that failed conversion with its
                 i = head["columns"].index("detail")  # detail as a JSON object, not the journal's text: read it back
                 if isinstance(row[i], (dict, list)):
                     row[i] = dump(row[i])

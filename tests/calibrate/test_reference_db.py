@@ -1,4 +1,4 @@
-"""`calibrate --reference --db FILE` ignored --db without a word (issue 37 item 9): now refused, one
+"""`calibrate --reference --db FILE` ignored --db without a word: now refused, one
 line, exit 2, before anything runs, and the file is left as it was."""
 
 from alarmkit.cli import main

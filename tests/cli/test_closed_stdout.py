@@ -1,4 +1,4 @@
-"""A reader that stops reading is not an error (issue 37 item 9: `alarmkit import ... | head -1`
+"""A reader that stops reading is not an error (`alarmkit import ... | head -1`
 exited 2 with "Broken pipe" in 4 of 8 tries, after a complete import). What it did not read is
 dropped quietly and the command ends with its own exit code; its work (the journal) is done."""
 

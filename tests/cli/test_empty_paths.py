@@ -1,5 +1,5 @@
 """An empty path ("" from an unset shell variable) is refused by every command the same way, before
-any work (issue 37 item 7: `--report ""` and `--db ""` of some commands did nothing and said nothing,
+any work (`--report ""` and `--db ""` of some commands did nothing and said nothing,
 while `run --db ""` refused)."""
 
 import os

@@ -1,5 +1,5 @@
-"""One alarmkit error, naming the way out, where ak.diff (and a run's events) let a raw one out
-(issue 37 item 8): a closed journal (duckdb.ConnectionException), a lone surrogate in an id
+"""One alarmkit error, naming the way out, where ak.diff (and a run's events) let a raw one out:
+a closed journal (duckdb.ConnectionException), a lone surrogate in an id
 (UnicodeEncodeError), a float retry count (TypeError)."""
 
 import json

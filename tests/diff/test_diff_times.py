@@ -1,4 +1,4 @@
-"""ak.diff compares when events happen, not only which alarm they belong to (issue 37): a fire that
+"""ak.diff compares when events happen, not only which alarm they belong to: a fire that
 moved is late or moved with its delta, "at the same times" only when they are, a run shifted as a
 whole differs, and the invariants read each run in seq order."""
 

@@ -1,4 +1,4 @@
-"""A journal's tables are created in one transaction (issue 37: kill -9 while a new journal was
+"""A journal's tables are created in one transaction (kill -9 while a new journal was
 created left, in 4 of 16 tries, a file every later command called "a DuckDB file but not an alarmkit
 journal"). A file an earlier alarmkit left half-made is recognised as alarmkit's: completed when
 opened for writing, refused as such when opened read-only."""

@@ -1,5 +1,5 @@
 """Every way alarmkit spills events a journal could not write reads back with ``journal recover``
-(issue 37: an import's spill held each detail as a JSON object and recover refused it, "the file was
+(an import's spill held each detail as a JSON object and recover refused it, "the file was
 changed after alarmkit wrote it", leaving the journal with 0 runs). One test per writer of a spill:
 a simulation's batch that failed its insert (Arrow), one that failed its conversion (the buffer's
 plain rows), an import's rows (``EventRow`` values, detail a dict), an exploration's runs

@@ -1,4 +1,4 @@
-"""What an import keeps in memory per invocation and how it writes (issue 37 item 9: an import
+"""What an import keeps in memory per invocation and how it writes (an import
 peaked at ~11x the file's size). Measured by benchmarks/bench_import_memory.py: 430 MB -> 340 MB
 for a 50 MB trace. These tests hold the mechanisms that brought it down."""
 

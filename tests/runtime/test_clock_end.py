@@ -1,5 +1,4 @@
-"""The clock's end, 2**53 ms (issue 37 item 9; two earlier attempts, 25bb115 and 8c33f85, were
-reverted): a run that would journal a time past it stops, naming what was due past it, and no
+"""The clock's end, 2**53 ms (the kernel's run() and a call alike): a run that would journal a time past it stops, naming what was due past it, and no
 journal row holds a later time (a retry's arm and retry_scheduled name their due time, so they are
 not journaled past the end either). Runs that never come near the end are unchanged
 (benchmarks/journal_identity.py)."""

@@ -1,5 +1,5 @@
-"""What a JavaScript object throws that is not an Error is journaled as the failure it is, named
-(issue 37 item 7): a Proxy whose traps throw left the handler's promise unsettled, so the alarm was
+"""What a JavaScript object throws that is not an Error is journaled as the failure it is, named:
+a Proxy whose traps throw left the handler's promise unsettled, so the alarm was
 journaled as a 15-minute timeout and its retry ladder started at 900 s instead of ~2 s; a thrown
 Symbol read "Uncaught undefined"."""
 

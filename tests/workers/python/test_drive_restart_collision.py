@@ -1,6 +1,6 @@
 """A drive's own restart step that comes while a fault plan's restart has the runtime down (explore
 --worker's random restarts) is skipped and said, as a plan's restart that finds it down is; it raised
-"the runtime is already down" out of the run (issue 37 item 9)."""
+"the runtime is already down" out of the run."""
 
 import json
 import shutil
