@@ -76,10 +76,11 @@ def _whole_numbers(df: pd.DataFrame, col: str) -> None:
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
             continue
         if isinstance(v, bool) or not (isinstance(v, int) or (hasattr(v, "is_integer") and hasattr(v, "__index__"))):
-            if isinstance(v, float) and v.is_integer():
+            if isinstance(v, float) and v.is_integer() and abs(v) <= TIME_MAX:
                 continue  # 3.0: a column pandas made float by a missing value
-            raise InvalidValue(f"{col} of {_where(df, i)} is {v!r:.40}, not a whole number; times, seq and "
-                               "retry_count are ints (pass events as Journal.events(run_id) gives them)")
+            what = "out of range" if isinstance(v, float) and v.is_integer() else "not a whole number"
+            raise InvalidValue(f"{col} of {_where(df, i)} is {v!r:.40}, {what}; times, seq and retry_count are "
+                               "ints within ±2**53 (pass events as Journal.events(run_id) gives them)")
 
 
 def _utf8(df: pd.DataFrame, col: str) -> None:

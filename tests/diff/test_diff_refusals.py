@@ -62,5 +62,5 @@ def test_a_retry_count_that_is_not_a_whole_number_is_refused_naming_it(rc, text)
     with pytest.raises(ak.InvalidValue) as info:
         ak.diff(_frame(), _frame(rc=rc))
     assert str(info.value) == (f"retry_count of event seq 2 is {text}, not a whole number; times, seq and retry_count "
-                               "are ints (pass events as Journal.events(run_id) gives them)")
+                               "are ints within ±2**53 (pass events as Journal.events(run_id) gives them)")
     assert ak.diff(_frame(), _frame(rc=0.0)).same  # 0.0: a column pandas made float, the same count
