@@ -12,7 +12,30 @@ from typing import Callable
 
 from .errors import AlarmkitError
 
-__all__ = ["output_folder", "output_file"]
+__all__ = ["output_folder", "output_file", "refuse_empty_paths", "PATH_OPTIONS"]
+
+# Every command's options that name a file or a folder (argparse dest -> how the user typed it, an
+# example). An empty value ("" from an unset shell variable) is refused by every command the same way,
+# before any work: `--report ""` used to write nothing and say nothing, `--db ""` to journal nowhere.
+# (calibrate's --reference and --record-reference take "" from argparse to mean "the default file".)
+PATH_OPTIONS = {
+    "db": ("--db", "journal.duckdb"), "out": ("--out", "report.html"), "report": ("--report", "report.html"),
+    "faults": ("--faults", "plan.json"), "drive": ("--drive", "drive.json"), "wrangler": ("--wrangler", "wrangler.toml"),
+    "worker": ("--worker", "worker.js"), "spill": ("SPILL", "journal.duckdb.unwritten-....jsonl"),
+    "file": ("FILE", "tail.jsonl"), "entry": ("ENTRY", "src/entry.py"), "html": ("--html", "notebooks-html"),
+    "source": ("--from", "notebooks"),
+}
+
+
+def refuse_empty_paths(args: object) -> None:
+    """``AlarmkitError`` for the first option of ``PATH_OPTIONS`` given an empty path (``args``: the
+    parsed command line)."""
+    for dest, (flag, example) in PATH_OPTIONS.items():
+        value = getattr(args, dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and v == "" for v in values):
+            raise AlarmkitError(f"{flag} is an empty path (\"\"); pass a path, e.g. {flag} {example}, or leave "
+                                f"{flag} out where it is optional")
 
 
 def _writable_folder(folder: Path, flag: str) -> None:

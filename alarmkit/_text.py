@@ -5,11 +5,12 @@ the figures, the reports and every command share them."""
 from __future__ import annotations
 
 import html
+import os
 import re
 import unicodedata
 from typing import Any
 
-__all__ = ["esc", "clean", "fmt_ms"]
+__all__ = ["esc", "clean", "fmt_ms", "Terminal", "one_line"]
 
 _INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e"
                         "\u2066-\u2069\ufeff]")
@@ -64,3 +65,51 @@ def fmt_ms(ms: float) -> str:
     m, rest = divmod(rest, 60_000)
     sec = f"{rest / 1000:.3f}".rstrip("0").rstrip(".") + " s"
     return f"{sign}{h} h {m} min {sec}" if h else f"{sign}{m} min {sec}"
+
+
+# -- what the command line prints ------------------------------------------------------------------------
+class Terminal:
+    """stdout with control characters escaped on the way (newlines and tabs kept): a folder named
+    ``a\x1b[2J`` is printed as text, never as the escape that clears the screen.
+
+    A reader that stops reading (``alarmkit import ... | head -1``) is not an error: what it did not
+    read is dropped, quietly, and the command ends with its own exit code (its work, the journal, is
+    done either way). It was "alarmkit: error: Broken pipe" and exit 2, depending on timing."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write("\n".join("\t".join(one_line(p) for p in line.split("\t"))
+                                                for line in text.split("\n")))
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """Send the rest of stdout, the interpreter's last flush included, to the null device."""
+        devnull = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the process
+        try:
+            os.dup2(devnull.fileno(), self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        self._stream = devnull
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def one_line(text: str) -> str:
+    """``text`` safe for a terminal on one line: control and format characters (escape sequences,
+    newlines, U+202E) shown as ``\\x1b``-style escapes, never sent to the terminal."""
+    import unicodedata
+
+    return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else
+                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") for c in text)

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from ._signals import CtrlC
 from .errors import AlarmkitError, InternalError
+from ._text import Terminal as _Terminal, one_line
 
 __all__ = ["main", "build_parser"]
 
@@ -367,6 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
     ctrl_c = CtrlC()
     try:
+        from ._paths import refuse_empty_paths
+
+        refuse_empty_paths(args)  # every command's --db "", --out "", --report "": one refusal, before any work
         return args.fn(args)
     except InternalError:
         raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
@@ -417,30 +421,6 @@ def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
     return one_line(f"{command}: the code it ran called {what}" + (f" ({where})" if where else "") +
                     f"; the run stopped there, unfinished ({kept}). Let the handler return or raise an ordinary "
                     "exception instead")
-
-
-class _Terminal:
-    """stdout with control characters escaped on the way (newlines and tabs kept): a folder named
-    ``a\x1b[2J`` is printed as text, never as the escape that clears the screen."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        return self._stream.write("\n".join("\t".join(one_line(p) for p in line.split("\t"))
-                                            for line in text.split("\n")))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-def one_line(text: str) -> str:
-    """``text`` safe for a terminal on one line: control and format characters (escape sequences,
-    newlines, U+202E) shown as ``\\x1b``-style escapes, never sent to the terminal."""
-    import unicodedata
-
-    return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else
-                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") for c in text)
 
 
 def _os_error(err: OSError) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "NoAlarmHandler",
     "RunawayError",
     "JournalWriteError",
+    "JournalClosed",
     "PlanNotApplied",
     "JsHostError",
     "JsHostLost",
@@ -136,6 +137,11 @@ class RunawayError(AlarmkitError):
 class JournalWriteError(AlarmkitError):
     """A batch of events could not be written to the journal; every event of it is kept in
     ``journal.unwritten`` (``journal.unwritten_rows()`` lists them)."""
+
+
+class JournalClosed(AlarmkitError):
+    """A journal read or written after ``close()`` (or after its ``with`` block): the message names
+    the file and how to read it again (``Journal(path, read_only=True)``)."""
 
 
 class PlanNotApplied(AlarmkitError):

@@ -100,7 +100,11 @@ def run_command(args: argparse.Namespace) -> int:
         probe_names(args.long, args.names)  # an unknown --probe is a usage error (exit 2), with or without workerd
     if args.record_reference:
         output_file(args.record_reference, "--record-reference", replaceable=_is_calibration, what="calibration")
-    if args.db is not None and args.reference is None:
+    if args.db is not None and args.reference is not None:  # it was ignored without a word
+        raise AlarmkitError(f"--db {args.db!r} does nothing with --reference: the reference run is read from its file "
+                            "and nothing is journaled; drop --db, or drop --reference to calibrate against workerd "
+                            "and journal both runs")
+    if args.db is not None:
         _check_journal(args.db)
     if args.js_host:
         from ..workers.js import ensure

@@ -48,17 +48,56 @@ def _from_frame(df: pd.DataFrame) -> pa.Table:
         raise AlarmkitError(f"these events have no column {missing[0]!r}; pass Journal.events(run_id) or "
                             f"RunResult.events (columns {COLUMNS})")
     df = df[COLUMNS].copy()
+    for c in ("seq", "t_ms", "scheduled_ms", "prev_scheduled_ms", "retry_count"):
+        _whole_numbers(df, c)
     for c in ("scheduled_ms", "prev_scheduled_ms", "retry_count"):
         df[c] = df[c].astype("Int64")
     for c in ("namespace", "object_id", "kind", "detail"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
+        _utf8(df, c)
     try:
         tbl = pa.Table.from_pandas(df, schema=_SCHEMA, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
         raise AlarmkitError(f"these events do not fit the journal's columns ({str(err)[:200]}); "
                             "pass Journal.events(run_id)") from None
     _check_frame(tbl)
-    return tbl
+    return tbl.sort_by("seq")  # the order events happened in, not the frame's (one sorted by kind)
+
+
+def _where(df: pd.DataFrame, i: Any) -> str:
+    seq = df.at[i, "seq"]
+    return f"event seq {seq}" if isinstance(seq, int) or (hasattr(seq, "is_integer") and seq.is_integer()) else f"row {i}"
+
+
+def _whole_numbers(df: pd.DataFrame, col: str) -> None:
+    """A float, text or other value in an integer column is refused naming it (Arrow's cast said
+    only "cannot safely cast non-equivalent object to int64")."""
+    for i, v in df[col].items():
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            continue
+        if isinstance(v, bool) or not (isinstance(v, int) or (hasattr(v, "is_integer") and hasattr(v, "__index__"))):
+            if isinstance(v, float) and v.is_integer() and abs(v) <= TIME_MAX:
+                continue  # 3.0: a column pandas made float by a missing value
+            what = "out of range" if isinstance(v, float) and v.is_integer() else "not a whole number"
+            raise InvalidValue(f"{col} of {_where(df, i)} is {v!r:.40}, {what}; times, seq and retry_count are "
+                               "ints within ±2**53 (pass events as Journal.events(run_id) gives them)")
+
+
+def _utf8(df: pd.DataFrame, col: str) -> None:
+    """Text that is not valid UTF-8 (a lone surrogate, ``\\ud800``) is refused naming where it sits:
+    no journal column can hold it (it was a raw UnicodeEncodeError)."""
+    for i, v in df[col].items():
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise InvalidValue(f"{col} of {_where(df, i)} holds {v[err.start]!r} (a lone surrogate), which no "
+                                   "journal text can; these events did not come from a journal: fix the value or "
+                                   "pass Journal.events(run_id)") from None
+            continue
+        if v is not None:
+            raise InvalidValue(f"{col} of {_where(df, i)} is {type(v).__name__} {v!r:.40}, not text; "
+                               "pass events as Journal.events(run_id) gives them")
 
 
 def _check_frame(tbl: pa.Table) -> None:
@@ -95,7 +134,7 @@ def _from_journal(journal: Any, run_id: Any, name: str) -> Side:
         raise InvalidValue(f"a run id is an int, got {run_id!r}; journal.runs() lists them")
     run = journal.run(run_id)  # AlarmkitError naming the runs there when it is not
     con = journal.con
-    tbl = con.sql(f"SELECT {', '.join(COLUMNS)} FROM events WHERE run_id = {int(run_id)}").to_arrow_table()
+    tbl = con.sql(f"SELECT {', '.join(COLUMNS)} FROM events WHERE run_id = {int(run_id)} ORDER BY seq").to_arrow_table()
     return Side(tbl.cast(_SCHEMA), name, run)
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 __all__ = ["RunDiff", "Divergence", "TABLE_COLUMNS"]
 
-TABLE_COLUMNS = ["object", "kind", "status", "what", "t_a", "t_b", "scheduled_a", "scheduled_b", "retry_count",
+TABLE_COLUMNS = ["object", "kind", "status", "what", "t_a", "t_b", "delta_ms", "scheduled_a", "scheduled_b", "retry_count",
                  "late_a", "late_b", "seq_a", "seq_b"]
 
 
@@ -43,7 +43,10 @@ class RunDiff:
     ``counts`` (per object: fires, retries, abandonments, effects, duplicates in each run and their
     difference), ``invariants`` (violations and obligation outcomes found in one run and not the
     other), ``summary()`` (a few plain sentences), ``figure()`` (the two runs as paired lanes).
-    ``notes`` says what could not be compared or checked, and why."""
+    ``notes`` says what could not be compared or checked, and why. ``largest_ms``: the largest
+    time difference between two matched events (0 unless a tolerance let it pass); ``shift_ms``:
+    B's time minus A's when every event the two runs share is that one time apart (a run shifted
+    as a whole), else None."""
 
     names: tuple[str, str]
     align: str
@@ -58,6 +61,8 @@ class RunDiff:
     notes: list[str] = field(default_factory=list)
     checked: bool = False
     lanes: pd.DataFrame | None = field(default=None, repr=False)  # every aligned event, for the figure
+    largest_ms: int = 0  # the largest time difference of two matched events (within the tolerance)
+    shift_ms: int | None = None  # B's time minus A's when every event both hold is that far apart
 
     @property
     def same(self) -> bool:

@@ -16,6 +16,8 @@ from ._result import Divergence, RunDiff, TABLE_COLUMNS
 
 __all__ = ["diff", "LANE_LIMIT", "CHECK_LIMIT"]
 
+ALIGNMENTS = _sql.ALIGNMENTS
+
 # The figure draws every aligned event up to this many pairs; above, only the differences (it says so).
 LANE_LIMIT = 100_000
 # ak.check walks events in Python (~1 s per 100,000); above this a diff says it did not check.
@@ -31,14 +33,15 @@ def _align_arg(align: Any, tolerance_ms: Any) -> tuple[str, int]:
         raise InvalidValue(f"tolerance_ms must be an int >= 0 (milliseconds), got {tolerance_ms!r}")
     if isinstance(align, int) and not isinstance(align, bool):
         if align < 0 or align > 86_400_000:
-            raise InvalidValue(f"align as a tolerance must be 0..86400000 ms, got {align}; or pass 'exact' or "
-                               "'first_request'")
+            raise InvalidValue(f"align as a tolerance must be 0..86400000 ms, got {align}; or pass 'exact', "
+                               "'clock_start' or 'first_request'")
         if tolerance_ms is not None and tolerance_ms != align:
             raise InvalidValue(f"align={align} is already a tolerance; drop tolerance_ms={tolerance_ms}")
         return "exact", align
-    if align in ("exact", "first_request"):
+    if isinstance(align, str) and align in ALIGNMENTS:
         return align, tolerance_ms or 0
-    raise InvalidValue(f"align must be 'exact', 'first_request' or a tolerance in ms (an int >= 0), got {align!r}")
+    raise InvalidValue(f"align must be 'exact', 'clock_start', 'first_request' or a tolerance in ms (an int >= 0), "
+                       f"got {align!r}")
 
 
 def diff(a: Any, b: Any, align: str | int = "exact", *, journal: Any = None, tolerance_ms: int | None = None,
@@ -47,9 +50,11 @@ def diff(a: Any, b: Any, align: str | int = "exact", *, journal: Any = None, tol
 
     A run is a ``RunResult``, a run id (read from ``journal``), a ``(Journal, run_id)`` pair (two
     journals), an ``ImportResult`` / ``RecordResult`` of a real run, or an events DataFrame.
-    ``align``: ``"exact"`` (virtual times as they are, each from its clock's start), an int (the
-    same, with that many ms of tolerance) or ``"first_request"`` (each run counted from its first
-    call, as ``plots.compare`` aligns a real run; ``tolerance_ms`` then sets the tolerance).
+    ``align``: ``"exact"`` (the default: times as journaled, so a run shifted as a whole differs), an
+    int (the same, with that many ms of tolerance), ``"clock_start"`` (each run counted from its
+    ``clock_start``, a ``Simulation(start_ms=...)``) or ``"first_request"`` (each run counted from its
+    first call, as ``plots.compare`` aligns a real run); ``tolerance_ms`` sets the tolerance of the
+    last two. Every paired event's time is compared, not only the alarm's.
     ``check=False`` skips the invariant checks (and the result says so); ``kinds`` compares only those
     kinds of ``ALIGNED_KINDS`` (say, the ones a trace can hold; the notes name the rest). Raises ``AlarmkitError``
     (``InvalidValue`` for a bad argument) naming what is accepted.
@@ -83,13 +88,17 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
         con.register(f"ev_{s}", side.events)
     bases = {s: _sql.base_ms(con, s, mode) for s in sides}
     t0 = {s: bases[s][0] for s in sides}
-    if mode == "exact":
+    if mode != "first_request":
         _sql.check_bases({s: bases[s][1] for s in sides}, t0, {"a": names[0], "b": names[1]})
     by_order = _sql.pair_objects(con)
     for s in sides:
         _sql.key_events(con, s, t0[s], kinds)
     _sql.join_pairs(con, tol)
-    matched, total = con.execute("SELECT count(*) FILTER (WHERE status = 'same'), count(*) FROM pairs").fetchone()
+    matched, total, largest, shifts, shift, paired = con.execute("""
+        SELECT count(*) FILTER (WHERE status = 'same'), count(*), max(abs(delta)) FILTER (WHERE status = 'same'),
+               count(DISTINCT delta), min(delta), count(delta) FROM pairs""").fetchone()
+    # every event both runs hold happens one same time apart: the whole run is shifted
+    shift = int(shift) if shifts == 1 and paired >= 2 and shift else None
     rows = con.execute(f"""
         SELECT {_sql.PAIR_COLUMNS} FROM pairs p JOIN objmap m USING (pid) WHERE p.status <> 'same'
         ORDER BY coalesce(least(p.t_a, p.t_b), p.t_a, p.t_b), coalesce(p.seq_b, p.seq_a), coalesce(p.seq_a, p.seq_b)
@@ -122,7 +131,7 @@ def _diff(con: duckdb.DuckDBPyConnection, sides: dict[str, Side], mode: str, tol
         notes += more
     first = _first(con, table, sides, t0, names)
     return RunDiff(names, mode, tol, int(matched), n_events, table, counts, invariants, first, by_order, notes,
-                   checked, lanes)
+                   checked, lanes, int(largest or 0), shift)
 
 
 def _setup_note(sides: dict[str, Side], names: tuple[str, str]) -> str | None:
@@ -156,6 +165,7 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
         "what": [wa if isinstance(wa, str) else (wb if isinstance(wb, str) else "")
                  for wa, wb in zip(rows["what_a"], rows["what_b"])],
         "t_a": rows["t_a"].astype("Int64"), "t_b": rows["t_b"].astype("Int64"),
+        "delta_ms": rows["delta"].astype("Int64"),
         "scheduled_a": rows["sched_a"].astype("Int64"), "scheduled_b": rows["sched_b"].astype("Int64"),
         "retry_count": rows["rc_a"].astype("Int64").fillna(rows["rc_b"].astype("Int64")),
         "late_a": rows["late_a"].astype("Int64"), "late_b": rows["late_b"].astype("Int64"),

@@ -34,11 +34,14 @@ import duckdb
 from ..errors import AlarmkitError
 
 __all__ = ["ALIGNED_KINDS", "PLATFORM_CAUSES", "PAIR_COLUMNS", "base_ms", "key_events", "pair_objects",
-           "join_pairs", "per_object", "check_bases", "EPOCH_MS"]
+           "join_pairs", "per_object", "check_bases", "EPOCH_MS", "ALIGNMENTS"]
 
 ALIGNED_KINDS = ("arm", "disarm", "fire", "fire_skipped", "handler_ok", "handler_error", "abandoned", "revive",
                  "effect", "crash", "aborted", "restart")
 PLATFORM_CAUSES = ("retry", "reload", "duplicate")
+# How each run's times are counted before they are compared (the summary names the one used).
+ALIGNMENTS = {"exact": "times as journaled", "clock_start": "each counted from its clock's start",
+              "first_request": "each counted from its first request"}
 EPOCH_MS = 10**12  # times above this (2001-09-09) are epoch milliseconds, not virtual time from 0
 _KINDS = ", ".join(f"'{k}'" for k in ALIGNED_KINDS)
 _PLATFORM = ", ".join(f"'{c}'" for c in PLATFORM_CAUSES)
@@ -46,9 +49,12 @@ _PLATFORM = ", ".join(f"'{c}'" for c in PLATFORM_CAUSES)
 
 def base_ms(con: duckdb.DuckDBPyConnection, side: str, align: str) -> tuple[int, int | None]:
     """(the time counted as 0 in run ``side``, its first event's time or None when it has none)."""
+    if align == "exact":  # times as journaled
+        first = con.execute(f"SELECT min(t_ms) FROM ev_{side}").fetchone()[0]
+        return 0, first
     if align == "first_request":
         q = f"SELECT coalesce(min(t_ms) FILTER (WHERE kind = 'call'), min(t_ms)), min(t_ms) FROM ev_{side}"
-    else:  # exact: from the clock's start, as the figures count (alarmkit._align.since_clock_start)
+    else:  # clock_start: from the clock's start, as the figures count (alarmkit._align.since_clock_start)
         q = f"SELECT coalesce(min(t_ms) FILTER (WHERE kind = 'clock_start'), 0), min(t_ms) FROM ev_{side}"
     t0, first = con.execute(q).fetchone()
     return int(t0 or 0), first
@@ -69,7 +75,9 @@ def key_events(con: duckdb.DuckDBPyConnection, side: str, t0: int, kinds: tuple[
                            WHEN 'effect' THEN coalesce(TRY(json_extract_string(x.detail, '$.name')), '?') || '('
                                 || coalesce(TRY(CAST(json_extract(x.detail, '$.key') AS VARCHAR)), 'null') || ')'
                END AS what,
-               CASE WHEN x.kind = 'fire' THEN TRY(CAST(json_extract(x.detail, '$.late_ms') AS BIGINT)) END AS late
+               CASE WHEN x.kind = 'fire' THEN coalesce(x.t_ms - x.scheduled_ms,
+                                                       TRY(CAST(json_extract(x.detail, '$.late_ms') AS BIGINT)))
+               END AS late
         FROM ev_{side} x JOIN objmap m ON coalesce(x.object_id, '') = m.{side}_obj
         WHERE x.kind IN ({", ".join(f"'{k}'" for k in kinds if k in ALIGNED_KINDS)})
     ), h AS (
@@ -139,7 +147,9 @@ def join_pairs(con: duckdb.DuckDBPyConnection, tolerance_ms: int) -> None:
     missing arm costs one row, not every alarm after it. ``status``: ``same``; ``only_a`` / ``only_b``
     (present in one run only); ``changed`` (another outcome: ok against error, or an arm of another
     cause); ``moved`` (an arm or fire for a time further than ``tolerance_ms`` from its
-    counterpart's); ``late`` (the same fire, another lateness)."""
+    counterpart's, or any other event that happens further than ``tolerance_ms`` from its
+    counterpart's time); ``late`` (the same fire, another lateness or a fire time further than
+    ``tolerance_ms`` from its counterpart's). ``delta`` is B's time minus A's."""
     tol = int(tolerance_ms)
     con.execute(f"""
     CREATE OR REPLACE TEMP TABLE f1 AS
@@ -149,7 +159,8 @@ def join_pairs(con: duckdb.DuckDBPyConnection, tolerance_ms: int) -> None:
     status = f"""CASE WHEN seq_a IS NULL THEN 'only_b' WHEN seq_b IS NULL THEN 'only_a'
                 WHEN kind_a <> kind_b OR (cls_a = 'arm' AND what_a IS DISTINCT FROM what_b) THEN 'changed'
                 WHEN cls_a IN ('arm', 'fire', 'fire_skipped') AND abs(sched_a - sched_b) > {tol} THEN 'moved'
-                WHEN cls_a = 'fire' AND late_a IS DISTINCT FROM late_b THEN 'late'
+                WHEN cls_a = 'fire' AND (late_a IS DISTINCT FROM late_b OR abs(t_b - t_a) > {tol}) THEN 'late'
+                WHEN abs(t_b - t_a) > {tol} THEN 'moved'
                 ELSE 'same' END AS status"""
     con.execute(f"""
     CREATE OR REPLACE TEMP TABLE pairs AS
@@ -162,14 +173,15 @@ def join_pairs(con: duckdb.DuckDBPyConnection, tolerance_ms: int) -> None:
                    AND la.cls IN {_SECOND}),
          p AS (SELECT * FROM f1 WHERE seq_a IS NOT NULL AND seq_b IS NOT NULL UNION ALL SELECT * FROM p2)
     SELECT coalesce(pid_a, pid_b) AS pid, coalesce(cls_a, cls_b) AS cls, coalesce(n_a, n_b) AS n,
-           seq_a, seq_b, t_a, t_b, kind_a, kind_b, sched_a, sched_b, rc_a, rc_b, what_a, what_b, late_a, late_b,
-           {status}
+           seq_a, seq_b, t_a, t_b, t_b - t_a AS delta, kind_a, kind_b, sched_a, sched_b, rc_a, rc_b, what_a, what_b,
+           late_a, late_b, {status}
     FROM p
     """)
     con.execute("DROP TABLE f1")
 
 
 PAIR_COLUMNS = ("m.pair AS object, m.a_obj AS obj_a, m.b_obj AS obj_b, p.cls, p.n, p.seq_a, p.seq_b, p.t_a, p.t_b, "
+                "p.delta, "
                 "p.kind_a, p.kind_b, p.sched_a, p.sched_b, p.rc_a, p.rc_b, p.what_a, p.what_b, p.late_a, p.late_b, "
                 "p.status")
 
@@ -199,4 +211,5 @@ def check_bases(first: dict[str, int | None], t0: dict[str, int], names: dict[st
     if epoch["a"] != epoch["b"]:
         real = names["a"] if epoch["a"] else names["b"]
         raise AlarmkitError(f"run {real} counts epoch milliseconds and the other virtual time from 0, so exact "
-                            "times cannot match; pass align='first_request' (each run counted from its first call)")
+                            "times cannot match; pass align='first_request' (each run counted from its first call) or "
+                            "align='clock_start' (each from its clock's start)")

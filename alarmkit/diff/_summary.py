@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..viz.plots import fmt_ms
+from ._sql import ALIGNMENTS, EPOCH_MS
 
 __all__ = ["sentences", "divergence_text", "SHOW"]
 
@@ -19,7 +20,19 @@ def _int(v: Any) -> int | None:
 
 
 def _t(v: Any) -> str:
-    return "?" if _int(v) is None else fmt_ms(int(v))
+    """A time as the summary says it: virtual time as ``3.072 s``, an epoch time (a real run's, or a
+    clock started at one) as UTC, ``2026-12-01 10:18:17.280 UTC``."""
+    n = _int(v)
+    if n is None:
+        return "?"
+    if n > EPOCH_MS:
+        import datetime as dt
+
+        try:
+            return dt.datetime.fromtimestamp(n / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+        except (OverflowError, ValueError, OSError):
+            pass
+    return fmt_ms(n)
 
 
 def _detail(row: pd.Series) -> dict:
@@ -95,6 +108,29 @@ def divergence_text(r: pd.Series, names: tuple[str, str], chain: dict[str, pd.Da
     return f"{y} has {kind} on {obj} at {t}; {x} does not"
 
 
+def _shift(delta: Any) -> str:
+    """B's time minus A's as words: '5 s later', '1 ms earlier'."""
+    n = _int(delta) or 0
+    return "at the same time" if not n else f"{fmt_ms(abs(n))} {'later' if n > 0 else 'earlier'}"
+
+
+def _off(r: pd.Series) -> bool:
+    """Whether a late fire's time differs by more than its lateness says (its alarm was due elsewhere too)."""
+    d, la, lb = _int(r["delta_ms"]), _int(r["late_a"]), _int(r["late_b"])
+    return bool(d) and (la is None or lb is None or d != lb - la)
+
+
+def _moved(r: pd.Series, a: str, b: str) -> str:
+    """A moved row: an alarm set for another time, or an event that happens at another time."""
+    sa, sb = _int(r["scheduled_a"]), _int(r["scheduled_b"])
+    if r["cls"] in ("arm", "fire", "fire_skipped") and sa is not None and sb is not None and sa != sb:
+        return (f"{r['object']}'s {r['cls']} for {_t(sa)} in {a} is for {_t(sb)} in {b} "
+                f"({_shift(sb - sa)}; at {_t(r['t_a'])} and {_t(r['t_b'])}).")
+    kind = str(r["kind"])
+    return (f"{r['object'] or 'the runtime'}'s {kind} at {_t(r['t_a'])} in {a} happens {_shift(r['delta_ms'])} "
+            f"in {b} (at {_t(r['t_b'])}).")
+
+
 def _more(lines: list[str], rest: int, what: str) -> list[str]:
     return lines + ([f"… and {rest} more {what}."] if rest > 0 else [])
 
@@ -102,26 +138,34 @@ def _more(lines: list[str], rest: int, what: str) -> list[str]:
 def sentences(d: Any) -> list[str]:
     """The summary's sentences, most telling first."""
     a, b = d.names
-    how = {"exact": "exact times", "first_request": "each counted from its first request"}[d.align]
+    how = ALIGNMENTS[d.align]
     how += f", {d.tolerance_ms} ms tolerance" if d.tolerance_ms else ""
+    # "at the same times" only when they are; a tolerance that let differences pass says the largest
+    when = ("at the same times" if not d.largest_ms else
+            f"within {fmt_ms(d.tolerance_ms)} of each other (the largest difference {fmt_ms(d.largest_ms)})")
     out: list[str] = []
     t = d.differences
     if d.same and not d.matched:  # nothing compared is no agreement
         out.append(f"{a} and {b} have no alarm events to compare ({d.events[0]:,} and {d.events[1]:,} events of "
                    f"other kinds, which diff does not align): nothing was compared.")
     elif d.same:
-        out.append(f"{a} and {b} agree: {d.matched:,} alarm events matched ({how}).")
+        out.append(f"{a} and {b} agree: {d.matched:,} alarm events matched {when} ({how}).")
     else:
         out.append(f"{a} and {b} differ in {len(t):,} alarm event{'s' * (len(t) != 1)}; {d.matched:,} matched ({how}).")
         fd = d.first_divergence
         out.append(f"First divergence: {fd.text}." if fd else
                    "No event is missing from either run and none ends otherwise.")
+        if d.shift_ms:
+            other = "align='first_request' counts each run from its first request" if d.align != "first_request" \
+                else "the runs' first requests are as far apart"
+            out.append(f"Every event {a} and {b} share happens {_shift(d.shift_ms)} in {b}: the whole run is "
+                       f"shifted ({other}).")
     late = t[t["status"] == "late"]
-    out += _more([f"{_alarm(r, 'a')} fires {_t(r['late_a'])} late in {a} and {_t(r['late_b'])} late in {b}."
+    out += _more([f"{_alarm(r, 'a')} fires {_t(r['late_a'])} late in {a} and {_t(r['late_b'])} late in {b}"
+                  + (f" ({_shift(r['delta_ms'])}, at {_t(r['t_b'])})." if _off(r) else ".")
                   for _, r in late.head(SHOW).iterrows()], len(late) - SHOW, "late fires")
     moved = t[t["status"] == "moved"]
-    out += _more([f"{r['object']}'s {r['cls']} for {_t(r['scheduled_a'])} in {a} is for {_t(r['scheduled_b'])} in {b}."
-                  for _, r in moved.head(SHOW).iterrows()], len(moved) - SHOW, "moved alarms")
+    out += _more([_moved(r, a, b) for _, r in moved.head(SHOW).iterrows()], len(moved) - SHOW, "moved events")
     counts = []
     for _, r in d.counts.iterrows():
         parts = []

@@ -29,12 +29,12 @@ def _run(text: str) -> int:
 
 
 def _align(text: str) -> str | int:
-    if text in ("exact", "first_request"):
+    if text in ("exact", "clock_start", "first_request"):
         return text
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--align is exact, first_request or a tolerance in ms, "
+        raise argparse.ArgumentTypeError(f"--align is exact, clock_start, first_request or a tolerance in ms, "
                                          f"got {text!r}") from None
     if not 0 <= value <= 86_400_000:
         raise argparse.ArgumentTypeError(f"--align as a tolerance is 0..86400000 ms, got {value}")
@@ -58,8 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run id; twice (A then B); once with two --db (the same id in each); "
                         "omitted with two --db when each holds one run")
     p.add_argument("--align", type=_align, default="exact",
-                   help="exact (default), first_request (each run from its first call), or a tolerance in ms")
-    p.add_argument("--tolerance-ms", type=_ms, default=None, help="with --align first_request: the tolerance")
+                   help="exact (default: times as journaled), clock_start (each run from its clock's start), "
+                        "first_request (each run from its first call), or a tolerance in ms; the summary names it")
+    p.add_argument("--tolerance-ms", type=_ms, default=None,
+                   help="with --align clock_start or first_request: the tolerance")
     p.add_argument("--out", default=None, help="HTML report to write, e.g. diff.html")
 
 

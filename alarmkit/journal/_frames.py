@@ -51,6 +51,18 @@ CREATE TABLE IF NOT EXISTS events (
     scheduled_ms BIGINT, prev_scheduled_ms BIGINT, retry_count INTEGER, detail TEXT
 );
 """
+def _half_made(cols: dict[str, set[str]]) -> bool:
+    """Whether the tables of a DuckDB file are some of alarmkit's own and nothing else, with none of
+    the events table's rows: a journal an earlier alarmkit was killed while creating (it made the
+    tables one statement at a time). It is completed (or, read-only, refused as such), not called
+    someone else's file."""
+    own = {"runs": {"run_id", "scenario", "profile", "seed", "params", "faults", "started_at", "complete",
+                    "ended_at", "faults_applied", "faults_unapplied"},
+           "events": {"run_id", *EVENT_COLUMNS}}
+    return bool(cols) and set(cols) <= set(own) and all(c <= own[t] for t, c in cols.items()) \
+        and "run_id" in cols.get("runs", {"run_id"})
+
+
 _ARROW = pa.schema([
     ("run_id", pa.int32()), ("seq", pa.int64()), ("t_ms", pa.int64()), ("namespace", pa.string()),
     ("object_id", pa.string()), ("kind", pa.string()), ("scheduled_ms", pa.int64()),
@@ -127,10 +139,21 @@ def _insert_into(rel: duckdb.DuckDBPyRelation, target: str) -> None:
 
 
 def _raw_rows(run_id: int | None, rows: list[tuple] | EventBatch) -> list[tuple]:
-    """A batch that cannot become Arrow, as plain rows in EVENT_COLUMNS order: nothing converted, nothing lost."""
+    """A batch that cannot become Arrow, as plain rows in EVENT_COLUMNS order: nothing lost, and each
+    detail as the journal's JSON text (``dump``), as every other kept batch holds it, so its spill
+    file reads back (``alarmkit journal recover``): an ``EventRow``'s detail is a dict."""
     if not isinstance(rows, EventBatch):
-        return [(run_id, *r) for r in rows]
+        return [(run_id, *r[:-1], _text_detail(r[-1])) if len(r) else (run_id, *r) for r in rows]
     return rows.plain(run_id)
+
+
+def _text_detail(detail: Any) -> Any:
+    if detail is None or isinstance(detail, str):
+        return detail
+    try:
+        return _dump(detail)
+    except Exception:  # noqa: BLE001 - kept as given: the spill writes what it can, nothing dropped
+        return detail
 
 
 def _holder(err: Exception) -> str:

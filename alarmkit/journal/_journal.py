@@ -17,14 +17,16 @@ import pyarrow as pa
 
 from ._events import PACKED_SQL, ROWS_SCHEMA, ROWS_TABLE, EventBatch, EventRow, render_packed
 from ._events import dump as _dump
-from ..errors import AlarmkitError, JournalLocked, JournalWriteError
+from ..errors import AlarmkitError, JournalClosed, JournalLocked, JournalWriteError
+from ._filecheck import check_duckdb_file
 
 from ._frames import (
-    _ARROW, _INT_FIELDS, _RUNS, _SCHEMA, BATCH_SIZE, EVENT_COLUMNS, _arrow, _frame, _holder, _insert_into, _raw_rows,
+    _ARROW, _INT_FIELDS, _RUNS, _SCHEMA, BATCH_SIZE, EVENT_COLUMNS, _arrow, _frame, _half_made, _holder, _insert_into,
+    _raw_rows,
     _table, rows_to_frame,
 )
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "check_duckdb_file"]
 
 
 class Journal:
@@ -59,6 +61,7 @@ class Journal:
         self.unwritten: list[pa.Table | list[tuple]] = []
         self._wcon: duckdb.DuckDBPyConnection | None = None  # the writer thread's cursor
         self._spill: Path | None = None  # where unwritten events are spilled, chosen at the first failure
+        self._closed = False
         if self.path is None and self.read_only:
             raise AlarmkitError("read_only=True needs a journal file: Journal('journal.duckdb', read_only=True)")
         self._con = self._connect()
@@ -121,13 +124,19 @@ class Journal:
         if not cols and self.read_only:
             raise AlarmkitError(f"{str(where)!r} holds no alarmkit journal (an empty DuckDB file); "
                                 "write runs into it with `alarmkit run SCENARIO --db FILE`")
-        if cols and not (set(EVENT_COLUMNS) <= cols.get("events", set())
-                         and {"run_id", "scenario", "profile", "seed"} <= cols.get("runs", set())):
+        whole = (set(EVENT_COLUMNS) <= cols.get("events", set())
+                 and {"run_id", "scenario", "profile", "seed"} <= cols.get("runs", set()))
+        if cols and not whole and not _half_made(cols):
             raise AlarmkitError(
                 f"{str(where)!r} is a DuckDB file but not an alarmkit journal (its tables: {sorted(cols)[:8]}); "
                 "alarmkit leaves it alone: pass a new path or a journal file, e.g. --db journal.duckdb")
-        if not self.read_only:
-            self._con.execute(_SCHEMA)
+        if cols and not whole and self.read_only:  # made by an alarmkit killed while it created the tables
+            raise AlarmkitError(
+                f"{str(where)!r} is an alarmkit journal whose creation was cut short (it has {sorted(cols)} of its "
+                "tables, no events); open it once for writing to complete it, e.g. `alarmkit run SCENARIO --db "
+                f"{where}`, or pass another journal")
+        if not self.read_only:  # every table in one transaction: a kill leaves all of them or none
+            self._con.execute(f"BEGIN TRANSACTION; {_SCHEMA} COMMIT")
         self._layout = self._find_layout()
 
     def _find_layout(self) -> str | None:
@@ -161,21 +170,31 @@ class Journal:
             self._con.execute(f"DROP VIEW events; DROP TABLE {ROWS_TABLE}")
         for table in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA):
             self._con.execute(f"DROP TABLE IF EXISTS {table}")
-        self._con.execute(_SCHEMA)
+        self._con.execute(f"BEGIN TRANSACTION; {_SCHEMA} COMMIT")
         self._con.execute("CHECKPOINT")
         self._layout = None
         return int(dropped)
 
     def _writable(self, action: str) -> None:
+        self._open()
         if self.read_only:
             raise AlarmkitError(f"journal {self.path} was opened read-only, so it cannot {action}; "
                                 "open it with Journal(path) to write")
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        """The DuckDB connection, once every batch handed to the writer thread is in."""
+        """The DuckDB connection, once every batch handed to the writer thread is in; ``JournalClosed``
+        after ``close()`` (DuckDB's own ``ConnectionException`` named neither the file nor the way out)."""
+        self._open()
         self._wait()
         return self._con
+
+    def _open(self) -> None:
+        if self._closed:
+            where = "an in-memory journal" if self.path is None else f"journal {self.path}"
+            again = ("an in-memory journal's events are gone with it: read them before it closes, or journal to a "
+                     "file") if self.path is None else f"open it again to read it: Journal({str(self.path)!r}, read_only=True)"
+            raise JournalClosed(f"{where} is closed (its `with` block ended or close() was called); {again}")
 
     def start_run(self, scenario: str, profile: str, seed: int, params: dict, faults: dict | None = None) -> int:
         self._writable("start a run")
@@ -368,6 +387,8 @@ class Journal:
         return self.con.execute(query, list(params)).df()
 
     def close(self) -> None:
+        if self._closed:
+            return
         try:
             self._wait()
         finally:
@@ -375,56 +396,10 @@ class Journal:
                 self._wcon.close()
                 self._wcon = None
             self._con.close()
+            self._closed = True
 
     def __enter__(self) -> Journal:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-_KNOWN_HEADERS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"), (b"PK\x03\x04", "a zip file"))
-
-
-def _head(p, n: int) -> bytes:
-    """The first ``n`` bytes of ``p`` (none when it cannot be read)."""
-    try:
-        with open(p, "rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
-
-
-def check_duckdb_file(p) -> None:
-    """An existing file that does not start as a DuckDB database ("DUCK" at byte 8) is someone else's:
-    refused before DuckDB sees it (DuckDB would open a SQLite file by downloading an extension, and read
-    a JSON or CSV file as a table). An empty file is a new journal. Raises AlarmkitError naming the file."""
-    wal = p.with_name(p.name + ".wal")
-    if wal.exists():
-        if not p.exists() or (p.is_file() and p.stat().st_size == 0):  # a WAL with no journal
-            raise AlarmkitError(f"{str(wal)!r} lies beside the new journal {str(p)!r}: DuckDB would replay or delete "
-                                "it as the journal's write-ahead log; alarmkit leaves it alone: move it, or pass another path")
-        # DuckDB replays a WAL beside its database and deletes one it cannot read: a file that does not
-        # open as DuckDB's (its first entry, the WAL version: field 100, type 98) is someone else's
-        if p.is_file() and wal.is_file() and wal.stat().st_size > 0 and _head(wal, 3) != b"d\x00b":
-            raise AlarmkitError(f"{str(wal)!r} lies beside the journal {str(p)!r} and is not a DuckDB write-ahead log: "
-                                "DuckDB would delete it; alarmkit leaves it alone: move it, then run again")
-    if not p.exists():
-        return
-    if not p.is_file():  # a FIFO would block the read below for ever; a device is no journal either
-        raise AlarmkitError(f"{str(p)!r} is not a regular file (a pipe, a device or a socket), so not an alarmkit "
-                            "journal; pass a file path, e.g. --db journal.duckdb")
-    try:
-        with open(p, "rb") as f:
-            head = f.read(16)
-    except FileNotFoundError:
-        return
-    except OSError as err:
-        raise AlarmkitError(f"cannot read journal file {str(p)!r}: {err.strerror or err}; check the path or pass another") from None
-    if not head or head[8:12] == b"DUCK":
-        return
-    kind = next((name for magic, name in _KNOWN_HEADERS if head.startswith(magic)), None)
-    if kind is None:
-        kind = "text" if all(32 <= b < 127 or b in (9, 10, 13) for b in head) else ""
-    raise AlarmkitError(f"{str(p)!r} is not an alarmkit journal (not a DuckDB file{': ' * bool(kind)}{kind}); alarmkit "
-                        "leaves it alone: pass a new path or a journal file, e.g. --db journal.duckdb")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .._files import atomic_output
+from ._events import dump
 from ..errors import AlarmkitError
 
 __all__ = ["spill_path", "write_spill", "read_spill", "spill_unwritten", "is_spill", "HEADER"]
@@ -52,7 +53,9 @@ def write_spill(path: Path, journal: Path, columns: list[str], rows: Iterable[tu
         f.write(json.dumps({"written_by": HEADER, "journal": str(journal.resolve()), "columns": columns,
                             "runs": {str(k): v for k, v in runs.items()}}, default=str) + "\n")
         for row in rows:
-            f.write(json.dumps(list(row)) + "\n")  # ASCII: a lone surrogate survives as \ud800
+            # ASCII: a lone surrogate survives as \ud800; a value JSON has no form for (the one that failed
+            # the write, say) as its text, so the other events still reach the file
+            f.write(json.dumps(list(row), default=str) + "\n")
             n += 1
     return n
 
@@ -82,6 +85,10 @@ def read_spill(path: str | os.PathLike) -> tuple[dict, list[list]]:
             if not isinstance(row, list) or len(row) != width:
                 raise AlarmkitError(f"{str(p)!r} line {number} is not an event of {width} columns; the file was "
                                     "changed after alarmkit wrote it")
+            if "detail" in head["columns"]:  # an earlier alarmkit spilled a batch that failed conversion with its
+                i = head["columns"].index("detail")  # detail as a JSON object, not the journal's text: read it back
+                if isinstance(row[i], (dict, list)):
+                    row[i] = dump(row[i])
             why = _bad_event(head["columns"], row)
             if why:
                 raise AlarmkitError(f"{str(p)!r} line {number} is not an event alarmkit wrote ({why}); the file was "

@@ -209,7 +209,9 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
                            f"before runaway_retries), got {max_uncounted_retries!r}")
     if isinstance(events, list):  # EventRow values, or plain 9-tuples in the same order
         rows = [r if r.__class__ is EventRow else EventRow(*r) for r in events]
-    else:
+    else:  # in seq order, the order they happened in, whatever order the frame was sorted in
+        if "seq" in getattr(events, "columns", ()) and not events["seq"].is_monotonic_increasing:
+            events = events.sort_values("seq", kind="stable")
         rows = frame_rows(events)
     wanted = set(INVARIANTS) if invariants is None else set(invariants)
     unknown = sorted(wanted - set(INVARIANTS))

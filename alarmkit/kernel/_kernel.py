@@ -57,6 +57,7 @@ class Kernel:
             raise AlarmkitError(f"seed must be in 0..2**63-1 ({SEED_MAX}), got {seed}")
         self.step_limit = step_limit  # checked by the property, which also sets _limit
         self.time_limit_ms = check_limit("time_limit_ms", time_limit_ms)
+        self.end_ms = _KERNEL_MAX  # the clock's end: run() and a call stop short of it (the runtime sets 2**53)
         self.on_interrupt: Callable[[Task, BaseException], None] | None = None  # the runtime's hook
         self.describe: Callable[[Callable, tuple], str] | None = None  # names the culprit of a RunawayError
         self.now: int = time_ms("start_ms", start_ms)  # the clock's first reading (epoch ms, or 0)
@@ -308,9 +309,11 @@ class Kernel:
         # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
         # for ever with no limit; a clock with nothing to do before until still jumps straight there
         self._steps = 0
-        step, stop = self.step, min(end, cap)
+        step, stop = self.step, min(end, cap, self.end_ms)
         while step(stop):
             pass
+        if self.end_ms < self.peek() != _INF and min(end, cap) >= self.end_ms:  # it reached the end, work is left past it
+            raise self._past_clock_end()
         if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
             raise self._past_time_limit(start, until)
         if until is not None:
@@ -334,11 +337,13 @@ class Kernel:
         start = self.now
         end = limit if limit is not None else NO_LIMIT if self.time_limit_ms is None else start + self.time_limit_ms
         self._steps = 0
-        step = self.step
+        step, stop = self.step, min(end, self.end_ms)
         while not fut.done():
-            if step(end):
+            if step(stop):
                 continue
             nxt = self.peek()  # nothing due by end: say why
+            if self.end_ms < nxt != _INF and end >= self.end_ms:
+                raise self._past_clock_end()
             if nxt == _INF:
                 raise AlarmkitError(
                     "deadlock: the awaited call can never complete (nothing left to run); "
@@ -355,6 +360,17 @@ class Kernel:
             return self.describe(fn, args)
         task = task_of(fn, args)
         return f"task {task.name!r}" if task is not None else getattr(fn, "__qualname__", repr(fn))
+
+    def _past_clock_end(self) -> RunawayError:
+        """The next live timer is due past the clock's end (2**53 ms in a simulation: the journal and every
+        reader of it hold no later time); nothing past it ran or was journaled, and the simulation is
+        left as it was, at its last time before the end."""
+        key = self._heap[0]  # peek() dropped the cancelled entries: the next live timer
+        t, (fn, args) = key >> _SHIFT, self._timers[key]
+        end = "2**53 ms" if self.end_ms == MAX_MS else f"{self.end_ms:,} ms"
+        return RunawayError(f"the virtual clock ends at {end} ({self.end_ms:,}), and {self._culprit(fn, args)} is due at "
+                            f"{t:,} ms, {t - self.end_ms:,} ms past it; nothing past the end ran or was journaled: start "
+                            "the simulation earlier (Simulation(start_ms=...)) or stop it sooner (run(until=...))")
 
     def _past_time_limit(self, start: int, until: int | None = None) -> RunawayError:
         key = self._heap[0]  # peek() dropped the cancelled entries: the next live timer

@@ -34,6 +34,7 @@ LADDER = 7  # workerd: ALARM_RETRY_MAX_TRIES = 6 retries after the first run
 # workerd's first retry waits 2 s (alarm-scheduler.h: 2 << retry s, jittered up by at most 25 %), so two
 # runs of one scheduled time less than a second apart cannot be one object's retries
 MIN_RETRY_GAP_MS = 1_000
+WRITE_CHUNK = 20_000  # journal rows converted and written at a time (memory: docs/real-runs.md)
 PENDING_EACH = 10  # up to this many pending arms get a line each; more are summarised one line per 100
 
 
@@ -352,6 +353,7 @@ def import_file(path: str | Path, journal: Any = None, *, late_ms: int = LATE_MS
     for line, rec in iter_records(tf):
         acc.add(rec, line)
     result = import_records(acc, p.name, late_ms=late_ms, grace_ms=grace_ms)
+    del acc  # the invocations and their log lines: the rows carry what the journal needs
     sha = tf.sha.hexdigest()
     result.summary["sha256"] = sha
     if journal is not None:
@@ -380,7 +382,8 @@ def journal_run(journal: Any, scenario: str, profile: str, params: dict, rows: l
 
     run_id = journal.start_run(scenario, profile, 0, params)
     try:
-        journal.write_events(run_id, rows)
+        for i in range(0, len(rows), WRITE_CHUNK):  # a chunk at a time: one Arrow copy of a chunk, not of them all
+            journal.write_events(run_id, rows[i:i + WRITE_CHUNK])
         journal.end_run(run_id, True)  # waits for the events: complete only once they are in
     except BaseException:
         with contextlib.suppress(Exception):

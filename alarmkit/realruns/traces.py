@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,7 +44,7 @@ DELETE_ALARM_SPAN = "durable_object_storage_deleteAlarm"
 SCHEDULED_ATTR = "cloudflare.durable_object.alarm.scheduled_time"
 
 
-@dataclass
+@dataclass(slots=True)  # one per invocation of a trace: slots keep a 50 MB trace's few hundred thousand small
 class Invocation:
     """One invocation of a Worker or Durable Object, whatever format it came from."""
 
@@ -193,7 +194,12 @@ def _keep_line(out: list, message: list, t_ms: int | None) -> None:
     t = parse_ms(t, "a log line's t") if isinstance(t, (int, float)) and not isinstance(t, bool) else t_ms
     if t is None:
         return  # a convention line with no time anywhere: nothing to place it at
-    rec = {k: v for k, v in rec.items() if k in _LINE_KEYS}
+    # the keys as the constants below, not the decoder's fresh strings, and repeated names (the event,
+    # the object, its id) shared: a trace's log lines are most of what an import keeps in memory
+    rec = {k: rec[k] for k in _LINE_KEYS if k in rec}
+    for k in ("ev", "obj", "id", "method", "name"):
+        if isinstance(rec.get(k), str) and len(rec[k]) <= 200:
+            rec[k] = sys.intern(rec[k])
     at = rec.get("at")  # recorded.js writes String(t) for a value setAlarm would refuse: no time then
     rec["at"] = parse_ms(at, "a log line's at") if isinstance(at, (int, float)) and not isinstance(at, bool) else None
     if rec.get("obj") is not None and not isinstance(rec["obj"], str):
@@ -205,6 +211,12 @@ def _keep_line(out: list, message: list, t_ms: int | None) -> None:
 _LINE_KEYS = ("ev", "obj", "id", "at", "value", "method", "name", "key", "retryCount", "error", "message")
 
 
+def _shared(v: Any) -> str | None:
+    """``_text``, one copy per distinct value (outcomes, names and ids repeat on every record)."""
+    t = _text(v)
+    return sys.intern(t) if t is not None and len(t) <= 200 else t
+
+
 def _from_tail(rec: dict) -> Invocation:
     ev = rec.get("event")
     ev = ev if isinstance(ev, dict) else {}
@@ -212,8 +224,8 @@ def _from_tail(rec: dict) -> Invocation:
     kind = ("alarm" if scheduled is not None and "cron" not in ev else "scheduled" if "cron" in ev
             else "fetch" if "request" in ev else "jsrpc" if "rpcMethod" in ev else "unknown")
     return Invocation("tail", kind, parse_ms(rec.get("eventTimestamp"), "eventTimestamp"),
-                      parse_ms(scheduled, "event.scheduledTime"), _text(rec.get("outcome")),
-                      _text(rec.get("durableObjectId")), _text(rec.get("entrypoint")), _text(rec.get("scriptName")),
+                      parse_ms(scheduled, "event.scheduledTime"), _shared(rec.get("outcome")),
+                      _shared(rec.get("durableObjectId")), _shared(rec.get("entrypoint")), _shared(rec.get("scriptName")),
                       _num(rec.get("wallTime"), "wallTime"), _num(rec.get("cpuTime"), "cpuTime"),
                       _exc(rec.get("exceptions"), "timestamp", "name", "message", "exceptions"),
                       _logs(rec.get("logs"), "timestamp", "message", "logs"))
@@ -229,8 +241,8 @@ def _from_logpush(rec: dict) -> Invocation:
                 break
     kind = _text(rec.get("EventType")) or "unknown"
     return Invocation("logpush", kind, parse_ms(rec.get("EventTimestampMs"), "EventTimestampMs"),
-                      parse_ms(scheduled, "Event.scheduledTime"), _text(rec.get("Outcome")),
-                      None, _text(rec.get("Entrypoint")), _text(rec.get("ScriptName")),
+                      parse_ms(scheduled, "Event.scheduledTime"), _shared(rec.get("Outcome")),
+                      None, _shared(rec.get("Entrypoint")), _shared(rec.get("ScriptName")),
                       _num(rec.get("WallTimeMs"), "WallTimeMs"), _num(rec.get("CPUTimeMs"), "CPUTimeMs"),
                       _exc(rec.get("Exceptions"), "TimestampMs", "Name", "Message", "Exceptions"),
                       _logs(rec.get("Logs"), "TimestampMs", "Message", "Logs"))

@@ -166,9 +166,10 @@ class CelldScheduler:
         if counted:
             row.counted += 1
         prev, row.at = row.at, self.kernel.now + delay
-        self.sim.log("arm", host, row.at, prev, row.counted, {"direction": direction(prev, row.at), "cause": "retry"})
-        self.sim.log("retry_scheduled", host, row.at, prev, row.counted,
-                     {"rung": shift, "base_ms": delay, "jitter_ms": 0, "delay_ms": delay, "counted": counted})
+        if row.at <= self.kernel.end_ms:  # past the clock's end (2**53 in a Simulation) the journal holds no time: the run stops there, naming this retry
+            self.sim.log("arm", host, row.at, prev, row.counted, {"direction": direction(prev, row.at), "cause": "retry"})
+            self.sim.log("retry_scheduled", host, row.at, prev, row.counted,
+                         {"rung": shift, "base_ms": delay, "jitter_ms": 0, "delay_ms": delay, "counted": counted})
         self._cover(host, row.at)
         self._arm_timer(host)
 

@@ -414,9 +414,10 @@ def on_interrupt(task: Task, err: BaseException) -> None:
 # alarmkit's own steps, in the words of the code that caused them (never an internal name in a message)
 _PLAIN = {"_read_done": "a storage read (get or list, awaited in a loop?)",
           "end_turn": "the commit of a turn's writes", "_resume": "an await of a settled storage call",
-          "_idle": "the idle-eviction timer", "_come_back": "the runtime's return after a restart",
-          "_check_limits": "the alarm handler's time limit", "_commit_fails": "a failing commit",
-          "_tick": "the scheduler's tick", "launch": "the drive script's next request"}
+          "_idle": "the idle eviction (profile.idle_evict_ms after the last request)",
+          "_come_back": "the runtime's return after a restart",
+          "_check_limits": "the handler time-limit watchdog", "_commit_fails": "a failing commit",
+          "_tick": "celld's waker tick", "launch": "the drive script's next request"}
 
 
 def describe(fn: Callable, args: tuple) -> str:

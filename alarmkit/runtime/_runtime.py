@@ -17,7 +17,7 @@ from ._backend import AlarmBackend
 from ..kernel import (EVENT_LIMIT, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, KernelLimit, SimLimit, check_limit, task_of,
                       check_seconds, over_event_limit)
 from ._loops import loop_seen
-from .._checks import text, time_ms
+from .._checks import MAX_MS, text, time_ms
 from ..journal import custom_event
 from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
 from ._celld import CelldScheduler
@@ -79,6 +79,7 @@ class Simulation(AlarmDelivery):
         self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
         self.event_limit, self.wall_limit_s = event_limit, wall_limit_s
         self._event_cap = self._run_seq = NO_LIMIT  # the event seq this run() or call() stops past, and its first
+        self.kernel.end_ms = MAX_MS  # the journal's times stop at 2**53 ms: a run reaching past it stops, naming why
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
         if cpu_time is not None and cpu_time != 0:
             self.kernel.on_charge = self._charged

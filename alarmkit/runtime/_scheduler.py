@@ -285,10 +285,11 @@ class WorkerdScheduler:
         entry.backoff += 1
         entry.retry += 1
         due = self.kernel.now + base + jitter
-        self.sim.log("arm", host, due, entry.at, entry.counted, arm_detail(entry.at, due, "retry"))
-        self.sim.log(
-            "retry_scheduled", host, due, entry.at, entry.counted,
-            {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
-        )
+        if due <= self.kernel.end_ms:  # past the clock's end (2**53 in a Simulation) the journal holds no time: the run stops there, naming this retry
+            self.sim.log("arm", host, due, entry.at, entry.counted, arm_detail(entry.at, due, "retry"))
+            self.sim.log(
+                "retry_scheduled", host, due, entry.at, entry.counted,
+                {"rung": rung, "base_ms": base, "jitter_ms": jitter, "delay_ms": base + jitter, "counted": counted},
+            )
         self._arm_timer(entry, due)
 

@@ -78,11 +78,13 @@ class DriveScript:
 class DriveResult:
     """What a drive did: ``outcomes`` (one dict per request or call: ``step``, ``t_ms``, ``what``, and
     ``status``/``value`` when it finished, ``error`` when it failed, ``done_ms``; ``pending`` True when
-    the run ended first), ``end_ms``."""
+    the run ended first), ``end_ms``, ``skipped`` (a restart step that found the runtime down already, as
+    a fault plan's restart can leave it under ``explore --worker``: one line each)."""
 
     outcomes: list[dict] = field(default_factory=list)
     end_ms: int = 0
     expect_failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # steps that could not happen, each saying why
 
     @property
     def pending(self) -> list[dict]:
@@ -213,6 +215,11 @@ def run_drive(worker: Any, drive: DriveScript) -> DriveResult:
     def launch(i: int, step: dict, out: dict | None = None) -> None:
         kind = step["kind"]
         if kind == "restart":
+            if sim.down:  # a fault plan's restart (explore --worker) took it down first: as a plan's restart
+                # that finds the runtime down is skipped, so is the drive's, and the run says so
+                result.skipped.append(f"step {i + 1}: restart at {sim.now - start} ms ({step['downtime']} ms down) "
+                                      "skipped: the runtime was already down (a fault plan's restart)")
+                return
             sim.restart(step["downtime"])
             return
         if kind == "evict":

@@ -40,7 +40,8 @@ def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", 
     return {"horizon_ms": sim.now, "requests": len(result.outcomes), "failed": len(result.failed),
             "expectations": len(script.expect),
             "pending": len(result.pending), "expect_failures": result.expect_failures,
-            "outcomes": result.outcomes, "logs": list(getattr(worker, "logs", []))[:1000]}
+            "outcomes": result.outcomes, "skipped_steps": result.skipped,
+            "logs": list(getattr(worker, "logs", []))[:1000]}
 
 
 # a replay script (explore's snippet) registers the scenario for good before it runs it by name

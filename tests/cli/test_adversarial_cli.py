@@ -22,7 +22,7 @@ def journal(tmp_path_factory):
 
 @pytest.mark.parametrize("args, fragment", [
     # empty strings
-    (["run", "lease-normal", "--db", ""], "the journal path is empty; pass a file path"),
+    (["run", "lease-normal", "--db", ""], "--db is an empty path (\"\"); pass a path, e.g. --db journal.duckdb"),
     (["calibrate", "--probe", "", "--reference"], "unknown probe(s) ['']"),
     # numbers a scenario cannot run: refused where they enter, or named with the values set
     (["run", "lease-exhaustion", "--set", "ttl=-5"], "ttl=-5 does not fit: parameter ttl takes int in 0..2**53 (default 1000)"),
@@ -46,7 +46,7 @@ def test_hostile_values_are_one_line_and_exit_2(tmp_path, args, fragment):
 
 
 @pytest.mark.parametrize("out, fragment", [
-    ("", "--out is empty; pass a file path"),
+    ("", "--out is an empty path (\"\"); pass a path, e.g. --out report.html"),
     ("/dev/null", "--out '/dev/null' is not a regular file"),
     ("/proc/alarmkit.html", "No such file or directory: '/proc/alarmkit.html'"),
     ("/sys/alarmkit.html", "Permission denied: '/sys/alarmkit.html'"),  # a folder the kernel refuses to write

@@ -30,7 +30,7 @@ def test_identical_runs_diff_empty(ledger_runs):
     assert d.same and d.first_divergence is None
     assert d.table().empty and d.invariants.empty
     assert d.matched == 26
-    assert d.summary() == "A and B agree: 26 alarm events matched (exact times)."
+    assert d.summary() == "A and B agree: 26 alarm events matched at the same times (times as journaled)."
     assert d.counts[[c for c in d.counts.columns if c.endswith("_diff")]].to_numpy().sum() == 0
     assert d.counts.loc[0, "fires_a"] == d.counts.loc[0, "fires_b"] == 6
 
@@ -47,6 +47,7 @@ def test_one_injected_crash_is_the_first_divergence_and_its_duplicate_shows(ledg
     assert rows == [
         ("crash", "only_b", "", None, 15002),
         ("handler_ok → handler_error", "changed", "", 15002, 15002),
+        ("arm", "moved", "user", 15002, 17125),   # the handler that re-arms runs again 2.123 s later
         ("fire", "only_b", "", None, 17125),
         ("effect", "only_b", 'revoke("lease-2")', None, 17125),   # the duplicate the crash causes
         ("handler_ok", "only_b", "", None, 17125),
@@ -82,8 +83,13 @@ def test_celld_vs_workerd_names_each_late_fire_with_its_lateness():
                               ("cell-2", "41 s", "19.002 s"), ("cell-3", "54 s", "6.002 s")):
         assert f"{cell}'s alarm due {due} fires 1 ms late in workerd and {late_s} late in celld." in lines
     # the re-arms inside those late handlers are for later times: named as moved, not missing
-    assert sorted(d.table().loc[d.table()["status"] == "moved", "object"]) == ["cell-0", "cell-1", "cell-2", "cell-3",
-                                                                               "resident"]
+    t = d.table()
+    rearms = t[(t["status"] == "moved") & (t["scheduled_a"] != t["scheduled_b"])]
+    assert sorted(rearms["object"]) == ["cell-0", "cell-1", "cell-2", "cell-3", "resident"]
+    # and each late handler's end happens as much later as its fire (times are compared, not only lateness)
+    ends = t[(t["status"] == "moved") & (t["kind"] == "handler_ok")]
+    assert [(r.object, int(r.delta_ms)) for r in ends.itertuples()] == [
+        ("cell-0", 45_001), ("resident", 1), ("cell-1", 32_001), ("cell-2", 19_001), ("cell-3", 6_001)]
     assert set(d.table()["status"]) == {"late", "moved"}
     assert "cell-4" not in set(d.table()["object"])  # 2 ms late on both
 
@@ -104,16 +110,20 @@ def test_a_real_run_against_its_simulated_twin_differs_in_lateness_only():
     assert d.paired_by_order == [("ledger-normal", "ledger", "ledger-normal ~ ledger")]
     lines = d.summary().splitlines()
     assert lines[2:4] == ["ledger-normal ~ ledger's alarm due 301 ms fires 1 ms late in real and 2 ms late in simulated.",
-                          "ledger-normal ~ ledger's alarm due 1.507 s fires 1 ms late in real and 2 ms late in simulated."]
+                          "ledger-normal ~ ledger's alarm due 1.507 s fires 1 ms late in real and 2 ms late in simulated "
+                          "(6 ms earlier, at 1.502 s)."]
     assert [ln for ln in lines if not ln.startswith(("Note:", "ledger-normal ~ ledger's alarm"))] == [
         "real and simulated differ in 2 alarm events; 6 matched (each counted from its first request, 250 ms "
         "tolerance).", "No event is missing from either run and none ends otherwise."]
     # without the tolerance the real arms and their fires (for 301 ms, 1.507 s after the first request) are
     # moved against the simulated 300 ms, 1.5 s
     exact = ak.diff(real, sim, align="first_request", names=("real", "simulated"))
-    assert [(r.kind, r.status, int(r.scheduled_a), int(r.scheduled_b)) for r in exact.table().itertuples()] == [
+    assert [(r.kind, r.status, int(r.scheduled_a), int(r.scheduled_b)) for r in exact.table().itertuples()
+            if r.kind in ("arm", "fire")] == [
         ("arm", "moved", 301, 300), ("fire", "moved", 301, 300), ("arm", "moved", 1507, 1500),
         ("fire", "moved", 1507, 1500)]
+    # and every other event that happens at another time is moved with its delta, none "the same"
+    assert not (exact.lanes["status"] == "same").any() or exact.lanes.loc[exact.lanes["status"] == "same", "delta"].eq(0).all()
 
 
 def test_exact_alignment_refuses_epoch_against_virtual_time():
@@ -191,10 +201,12 @@ def test_an_arm_for_another_time_is_moved_and_its_fire_too():
     a = _cycle(0, 500, key="k")
     b = _cycle(0, 900, key="k")
     d = ak.diff(_frame(a), _frame(b), align=100)
-    assert [(r.kind, r.status, int(r.scheduled_a), int(r.scheduled_b)) for r in d.table().itertuples()
-            if r.status == "moved"] == [("arm", "moved", 500, 900), ("fire", "moved", 500, 900)]
+    assert [(r.kind, r.status, r.scheduled_a, r.scheduled_b, r.delta_ms) for r in d.table().itertuples()
+            if r.status == "moved"] == [("arm", "moved", 500, 900, 0), ("fire", "moved", 500, 900, 400),
+                                        ("effect", "moved", pd.NA, pd.NA, 400), ("handler_ok", "moved", 500, 900, 400)]
     assert d.first_divergence is None  # nothing missing, nothing ended otherwise
-    assert "o's arm for 500 ms in A is for 900 ms in B." in d.summary().splitlines()
+    assert "o's arm for 500 ms in A is for 900 ms in B (400 ms later; at 0 ms and 0 ms)." in d.summary().splitlines()
+    assert "o's effect at 502 ms in A happens 400 ms later in B (at 902 ms)." in d.summary().splitlines()
     assert ak.diff(_frame(a), _frame(_cycle(0, 560, key="k")), align=100).same  # within the tolerance, as late: the same
 
 

@@ -100,7 +100,7 @@ def test_two_journals_each_with_one_run_and_one_with_two(place):
     ("notes.txt", "exists and was not written by alarmkit"),
     ("j.duckdb", "is the file being read"),
     ("folder", "is a folder"),
-    ("", "--out is empty"),
+    ("", "--out is an empty path"),
     ("missing/diff.html", "does not exist"),
 ])
 def test_out_never_replaces_a_file_alarmkit_did_not_write(place, out, fragment):

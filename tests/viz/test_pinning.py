@@ -57,12 +57,14 @@ def test_a_moved_alarm_is_counted_though_nothing_is_missing():
     e.controls["ttl_ms"].value = 500  # every lease expires 200 ms later
     assert e.pinned_diff.first_divergence is None
     lines = e.pinning.state.lines()
-    assert lines[:3] == [
-        "Run 2 against pinned run 1: 6 differing alarm events (6 moved); 6 matched.",
+    # the arms and fires are for other times, and every event after them happens 200 ms later (times compared)
+    assert lines[:4] == [
+        "Run 2 against pinned run 1: 12 differing alarm events (12 moved); 0 matched.",
         "No event is missing from either run and none ends otherwise.",
-        "ledger's arm for 300 ms in pinned run 1 is for 500 ms in run 2.",
+        "ledger's arm for 300 ms in pinned run 1 is for 500 ms in run 2 (200 ms later; at 0 ms and 0 ms).",
+        "ledger's fire for 300 ms in pinned run 1 is for 500 ms in run 2 (200 ms later; at 302 ms and 502 ms).",
     ]
-    assert lines[-2:] == ["ledger's fire for 2.7 s in pinned run 1 is for 2.9 s in run 2.",
+    assert lines[-2:] == ["… and 6 more moved events.",
                           "Note: the runs were made differently: parameters ttl_ms differ."]
 
 
@@ -71,9 +73,12 @@ def test_a_thrown_revoke_shows_the_retry_and_its_duplicate_effect():
     e.controls["revoke_throws"].value = 1
     d = e.pinned_diff
     assert (d.first_divergence.kind, d.first_divergence.t_ms) == ("arm", 302)
-    assert dict(d.table()["status"].value_counts()) == {"only_a": 6, "only_b": 3, "changed": 1}
-    assert e.pinning.state.lines()[0] == ("Run 2 against pinned run 1: 10 differing alarm events (6 only in the "
-                                          "pinned run, 3 only in run 2, 1 with another outcome); 5 matched.")
+    assert dict(d.table()["status"].value_counts()) == {"only_a": 6, "only_b": 3, "changed": 1, "moved": 2}
+    assert e.pinning.state.lines()[0] == ("Run 2 against pinned run 1: 12 differing alarm events (6 only in the "
+                                          "pinned run, 3 only in run 2, 1 with another outcome, 2 moved); 3 matched.")
+    # the two revokes the retry runs at 2.736 s are the same effects, later
+    assert [(int(r.t_a), int(r.t_b)) for r in d.table().itertuples() if r.status == "moved"] == [(1502, 2736),
+                                                                                               (2702, 2736)]
     assert "On ledger, run 2 has 1 fewer fire, 1 more retry, 1 more effect, 1 more duplicate effect than " \
            "pinned run 1." in e.pinning.state.lines()
 
@@ -82,10 +87,13 @@ def test_a_restart_is_named_as_a_run_wide_event_and_the_late_fire_with_both_late
     e = Explorer("lease-lab", leases=3, noboot=True, pin=True)
     e.controls["restart_at_ms"].value = 1_000  # 5 s of downtime: the alarm due at 1.5 s fires at 6.002 s
     assert e.pin_summary().split("\n") == [
-        "Run 2 against pinned run 1: 6 differing alarm events (3 only in the pinned run, 2 only in run 2, "
-        "1 with another lateness); 8 matched.",
+        "Run 2 against pinned run 1: 9 differing alarm events (3 only in the pinned run, 2 only in run 2, "
+        "3 moved, 1 with another lateness); 5 matched.",
         "First divergence: run 2 has a restart at 1 s; pinned run 1 does not.",
         "ledger's alarm due 1.5 s fires 2 ms late in pinned run 1 and 4.502 s late in run 2.",
+        "ledger's effect at 1.502 s in pinned run 1 happens 4.5 s later in run 2 (at 6.002 s).",
+        "ledger's handler_ok at 1.502 s in pinned run 1 happens 4.5 s later in run 2 (at 6.002 s).",
+        "ledger's effect at 2.702 s in pinned run 1 happens 3.3 s later in run 2 (at 6.002 s).",
         "On ledger, run 2 has 1 fewer fire than pinned run 1.",
         "Note: the runs were made differently: parameters restart_at_ms differ.",
     ]
@@ -102,8 +110,8 @@ def test_the_diff_figure_is_drawn_only_while_its_toggle_is_on_and_follows_the_ru
     assert p.figure.layout.meta["strong_rows"] == 4 and "first divergence: ledger at 1.502 s" in str(
         p.figure.layout.annotations[0].text)
     e.controls["revoke_throws"].value = 1  # the figure follows the new diff (leases=2, revoke throws once)
-    assert p.figure.layout.meta["strong_rows"] == len(e.pinned_diff.table()) == 11
-    assert strong_marks(p.figure) == 12  # the changed row is strong in both runs' lanes
+    assert p.figure.layout.meta["strong_rows"] == len(e.pinned_diff.table()) == 12
+    assert strong_marks(p.figure) == 14  # the changed and the moved rows are strong in both runs' lanes
     p.figure_toggle.value = False
     assert p.figure is None and p.figure_box.children == ()
 

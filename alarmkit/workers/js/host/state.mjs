@@ -2,6 +2,7 @@
 import fs from "node:fs";
 import v8 from "node:v8";
 import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
+import { types as nodeTypes } from "node:util";
 
 const IN = Number(process.argv[2]); // the pipe ends Python passed (their numbers in this process)
 const OUT = Number(process.argv[3]);
@@ -152,7 +153,7 @@ export function jsError(info) {
 function ownFields(e) {
   const out = {};
   let n = 0;
-  for (const k of Object.keys(e)) {
+  for (const k of safely(() => Object.keys(e), [])) {
     if (k === "name" || k === "message" || k === "stack") continue;
     try {
       out[k] = clone(e[k]);
@@ -164,20 +165,41 @@ function ownFields(e) {
   return n ? out : undefined;
 }
 
+// What was thrown, as Python gets it. Never throws itself: a thrown value whose reading throws (a Proxy
+// whose traps throw, a revoked Proxy) left the caller's promise unsettled, and Python journaled a
+// 15-minute timeout instead of the failure; a Symbol read as "Uncaught undefined".
 export function errInfo(e) {
-  if (e instanceof Error) {
-    const info = { name: e.name, message: String(e.message), stack: String(e.stack || "") };
-    const props = ownFields(e);
-    if (props) info.props = props;
-    return info;
+  if (safely(() => e instanceof Error, false)) {
+    return {
+      name: safely(() => String(e.name), "Error"),
+      message: safely(() => String(e.message), "(its message throws when read)"),
+      stack: safely(() => String(e.stack || ""), ""),
+      ...safely(() => { const props = ownFields(e); return props ? { props } : {}; }, {}),
+    };
   }
-  let text;
+  return { name: "Error", message: `Uncaught ${show(e)}`, stack: "" };
+}
+
+function safely(fn, fallback) {
   try {
-    text = typeof e === "string" ? e : JSON.stringify(e);
+    return fn();
   } catch {
-    text = String(e);
+    return fallback;
   }
-  return { name: "Error", message: `Uncaught ${text}`, stack: "" };
+}
+
+// A thrown or logged value as text, whatever it is: never throws.
+export function show(x) {
+  if (typeof x === "string") return x;
+  if (typeof x === "symbol") return safely(() => x.toString(), "a Symbol");
+  if (safely(() => x instanceof Error, false)) {
+    return `${safely(() => String(x.name), "Error")}: ${safely(() => String(x.message), "(its message throws when read)")}`;
+  }
+  const text = safely(() => JSON.stringify(x), undefined);
+  if (typeof text === "string") return text;
+  const plain = safely(() => String(x), undefined);
+  if (typeof plain === "string") return plain;
+  return nodeTypes.isProxy(x) ? "a Proxy that throws when read" : `a ${typeof x} that throws when read`;
 }
 
 // Values cross to Python as JSON (see docs/workers.md, JavaScript and TypeScript workers: what survives the trip).
@@ -282,15 +304,6 @@ function jsonExact(v, depth) {
   return true;
 }
 
-export function show(x) {
-  if (typeof x === "string") return x;
-  if (x instanceof Error) return `${x.name}: ${x.message}`;
-  try {
-    return JSON.stringify(x) ?? String(x);
-  } catch {
-    return String(x);
-  }
-}
 
 export function attempt(fn) {
   try {
