@@ -229,7 +229,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         _print_exploration(err.exploration, args.json)
         raise
     _print_exploration(result, args.json)
-    return 0
+    return result.exit_code  # 1: a violation found (CI fails, as pytest on a failure); 0: none
 
 
 def _print_exploration(result, as_json: bool) -> None:
@@ -266,12 +266,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if journal is not None:
             journal.close()
     result = result.to_dict()
+    code = 1 if verdict.status == "broken" else 0  # as pytest on a failure: CI sees a broken run
     if args.json:
         print(json.dumps({"verdict": verdict.to_dict(), **result}, default=str))
-        return 0
+        return code
     print("verdict: " + "\n  ".join(verdict.lines()))
     print(_readable(result, args.db))
-    return 0
+    return code
 
 
 def _readable(r: dict, db: str | None = None) -> str:
@@ -280,21 +281,39 @@ def _readable(r: dict, db: str | None = None) -> str:
     attempts = r["attempts"]
     shown = attempts if len(attempts) <= SHOW_ATTEMPTS else attempts[:SHOW_ATTEMPTS - 5]
     for a in shown:
-        lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
+        lines.append(_attempt_line(a))
     if len(shown) < len(attempts):  # a run of days prints a screen, not 20,000 lines; --json has them all
         lines.append(f"  ... {len(attempts) - len(shown) - 5:,} more alarm() attempts (--json lists every one) ...")
         for a in attempts[-5:]:
-            lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
+            lines.append(_attempt_line(a))
     if not r["attempts"]:
         lines.append("  alarm() never ran")
     eff = ", ".join(f"{k} x{v}" for k, v in r["effects"].items()) or "none"
     lines.append(f"  effects: {eff}")
     if "final_alarm" in r:
-        lines.append(f"  final alarm: {r['final_alarm']}")
+        lines.append(f"  final alarm: {_plain(r['final_alarm'])}")
     if "rows_left" in r:
-        lines.append(f"  rows left: {r['rows_left'] or 'none'}")
+        lines.append(f"  rows left: {_plain(r['rows_left'])}")
     lines.extend(r.get("report", []))  # a scenario's own readable lines (the guestbook scenarios have some)
     return "\n".join(lines)
+
+
+def _plain(value: Any) -> str:
+    """A value as a reader writes it, not as Python's repr: ``none``, ``lease-0, lease-1``, ``15000``."""
+    if value is None or value == [] or value == {}:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_plain(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _attempt_line(a: dict) -> str:
+    from .scenarios.registry import attempt_text
+
+    return one_line(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {a['object_id']}  "
+                    f"{attempt_text(a)}")[:300]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -302,12 +321,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     items = list_scenarios()
     if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description, "profile": s.profile, "params": s.params,
+        print(json.dumps([{"name": s.name, "description": s.description, "demonstrates": s.demonstrates,
+                           "kind": s.kind, "profile": s.profile, "params": s.params,
                            "faults": s.faults} for s in items], default=str))  # faults: the default plan, or null
         return 0
     width = max(len(s.name) for s in items)
-    for s in items:
-        print(f"{s.name:<{width}}  {s.description}")
+    for s in items:  # the name and what it demonstrates, then (indented) what it does
+        kind = f"[{s.kind}] " if s.kind else ""
+        print(f"{s.name:<{width}}  {kind}{s.demonstrates}")
+        if s.description != s.demonstrates:
+            print(f"{'':<{width}}    {s.description}")
+    print(f"\nkinds: correct (the pattern to copy), platform (how the platform behaves), failure (broken by "
+          "design: the verdict says why), anti-pattern (breaks only under faults: `alarmkit explore NAME` finds it)")
     return 0
 
 

@@ -158,6 +158,14 @@ class Exploration:
                 and not self.warnings)
 
     @property
+    def exit_code(self) -> int:
+        """``alarmkit explore``'s exit code: 1 when a run broke an invariant (a counterexample, a violation, a run
+        that raised), 0 when none did (usage errors exit 2 before any run)."""
+        t = self.table
+        broken = bool(self.counterexamples) or int(t["violations"].sum()) > 0 or bool((t["error"] != "").any())
+        return 1 if broken else 0
+
+    @property
     def runs(self) -> int:
         return len(self.table)
 

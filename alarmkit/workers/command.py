@@ -5,7 +5,8 @@
                     [--db journal.duckdb] [--report out.html] [--seed N] [--profile P] [--json]
     alarmkit explore --worker src/entry.py --drive drive.json [--invariant expect] [--seeds N] ...
 
-Exit codes: 0 the run (or search) finished; 1 a drive expectation failed (``worker``); 2 a usage problem
+Exit codes: 0 the run (or search) found nothing broken; 1 a drive expectation failed or an invariant broke
+(``worker``), a violation was found (``explore``); 2 a usage problem
 (no such file or class, a syntax error in the module, a malformed drive), one line on stderr.
 Everything printed is free of control characters: a worker's own text (a response body, a log line,
 an error) is shown with them escaped.
@@ -123,12 +124,14 @@ def _run(args: argparse.Namespace) -> int:
     summary = {"run_id": result.run_id, "seed": result.seed, "profile": result.profile, "events": result.event_count,
                "attempts": result.attempts, "requests": result["requests"], "failed": result["failed"],
                "pending": result["pending"], "expectations": result["expectations"],
-               "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result)}
+               "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
+               "verdict": result.verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
+               "bindings": _bindings(result)}
     if args.json:
         print(json.dumps(summary, default=str))
     else:
         print(_readable(summary, args, report))
-    return 1 if result["expect_failures"] else 0
+    return 1 if result["expect_failures"] or result.verdict.status == "broken" else 0
 
 
 def _precheck(args: argparse.Namespace, drive: Any) -> None:
@@ -142,14 +145,23 @@ def _precheck(args: argparse.Namespace, drive: Any) -> None:
     drive.check(worker)
 
 
+def _bindings(result: Any) -> dict:
+    """binding name -> class name, as the run used them (the wrangler file's and --bind's)."""
+    return dict(result.params.get("bindings") or {}) or {k: v for k, v in getattr(result.sim, "bindings", {}).items()
+                                                          if isinstance(v, str)}
+
+
 def _alarms(result: Any) -> dict:
     sim = result.sim
     return {k: (None if v is None else v - sim.start_ms) for k, v in sim.alarms().items()}
 
 
 def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
+    from ..scenarios.registry import attempt_text
+
     where = f"run {s['run_id']} in {clean(args.db, 120)}" if s["run_id"] is not None else "not journaled: --db FILE keeps it"
-    lines = [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
+    lines = ["verdict: " + "\n  ".join(s["verdict"]["lines"])] if s.get("verdict") else []
+    lines += [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
              f"{s['requests']} request{'s' * (s['requests'] != 1)}, {s['failed']} failed, {s['pending']} still running at the end"]
     for o in s["outcomes"]:
         end = f"-> {o['done_ms']} ms" if "done_ms" in o else "-> still running"
@@ -161,7 +173,8 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
             got = f"= {json.dumps(o.get('value'), default=str)}" if "value" in o else ""
         lines.append(clean(f"  {o['t_ms']:>9} ms  {o['what']}  {end}  {got}", 200))
     for a in s["attempts"]:
-        lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}", 200))
+        lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}  "
+                           f"{attempt_text(a)}", 300))
     alarms = ", ".join(f"{k}: {v}" for k, v in s["final_alarms"].items()) or "no objects"
     lines.append(clean(f"  alarms left: {alarms}", 400))
     for f in s["expect_failures"]:
@@ -218,4 +231,4 @@ def _explore(args: argparse.Namespace) -> int:
             print(clean(f"results: {result.out}", 400))
     for w in result.warnings:
         print(clean(f"alarmkit: warning: {w}", 600), file=sys.stderr)
-    return 0
+    return result.exit_code  # 1: a violation found; 0: none
