@@ -29,7 +29,7 @@ DEMONSTRATES: dict[str, tuple[str, str]] = {
     "lease-alarm-as-data": ("failure", "an object has one alarm: each set_alarm per lease replaces the last, and leases are lost"),
     "lease-ctor-pushes-later": ("anti-pattern", "a constructor that sets the alarm unconditionally pushes a due alarm later after every wake"),
     "lease-delete-before-effect": ("anti-pattern", "deleting the row before the effect loses the effect when the handler dies in between"),
-    "lease-reads-clock": ("anti-pattern", "a handler that trusts its firing instead of expire_at <= now revokes early after a restart"),
+    "lease-reads-clock": ("anti-pattern", "a handler that trusts its firing instead of checking expire_at <= now revokes a valid lease when a run repeats"),
     "lease-getalarm-in-handler": ("failure", "inside alarm() get_alarm() is null: a re-arm decided on it is decided on nothing"),
     "lease-no-revival": ("anti-pattern", "relying on retries alone: once the platform abandons the alarm, nothing re-arms it"),
     "guestbook-root": ("correct", "a keepalive alarm revives a batch whose process died mid-way"),
