@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -110,7 +111,7 @@ def _counterexample(sc, journal, page: str, verdicts: dict, about: dict, pages: 
     bad = cx.replay(journal)
     cx_page = page[:-len(".html")] + ".counterexample.html"
     where = f" on {cx.object}" if cx.object else ""
-    said = (f"explore found it · {cx.invariant}{where} under the fault plan {cx.plan.to_dict()} (seed {cx.seed}, "
+    said = (f"explore found it · {cx.invariant}{where} under the fault plan {json.dumps(cx.plan.to_dict())} (seed {cx.seed}, "
             f"shrunk in {cx.shrink_runs} runs): {cx.message} — the run: {cx_page}")
     plain = verdicts[page]  # the found plan replaces the generic "held without faults" warning, said first
     verdicts[page] = replace(plain, warnings=(Finding("explore found a counterexample", cx.object, None, said),)
