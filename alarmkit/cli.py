@@ -70,7 +70,12 @@ def _no_constant(name: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from .runtime.profiles import PROFILES
 
-    p = _Parser(prog="alarmkit", description="Simulate Durable Object alarms under a virtual clock.")
+    from ._version import __version__
+
+    p = _Parser(prog="alarmkit", description="Simulate Durable Object alarms under a virtual clock. Exit codes: "
+                "0 nothing broken; 1 a run broke an invariant or expectation (run, worker, explore); 2 a usage "
+                "error (one line on stderr); 130 Ctrl-C.")
+    p.add_argument("--version", action="version", version=f"alarmkit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run one scenario; --db FILE journals it")
@@ -110,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "alarmkit report.")
     export.add_argument("--db", required=True, help="journal file (DuckDB), e.g. journal.duckdb")
     export.add_argument("--run", dest="run_id", type=_run_id, required=True, help="a run id from the journal")
-    export.add_argument("--out", default=None, help="HTML file to write; default: run-<ID>.html")
+    from ._aliases import add as add_renamed
+
+    add_renamed(export, "--report", "--out", dest="out", default=None, metavar="FILE",
+                help="HTML file to write; default: run-<ID>.html")
     export.set_defaults(fn=cmd_export)
     from .realruns.command import add_commands as realruns_commands  # export --format perfetto, import, record
 
@@ -162,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .journal.command import add_arguments as journal_arguments, run_command as journal_command
 
-    jr = sub.add_parser("journal", help="journal upkeep: `journal recover SPILL --db J` writes spilled events back")
+    jr = sub.add_parser("journal", help="journal upkeep: `journal runs --db J` lists its runs, "
+                                        "`journal recover SPILL --db J` writes spilled events back")
     journal_arguments(jr)
     jr.set_defaults(fn=journal_command)
     return p
@@ -346,7 +355,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not Path(args.db).is_file():
         raise AlarmkitError(f"no journal file {args.db!r}; write one with `alarmkit demo --db FILE` or `alarmkit run ... --db FILE`")
     out = f"run-{args.run_id}.html" if args.out is None else args.out
-    target = output_file(out, "--out", replaceable=is_report, what="report")
+    target = output_file(out, "--report", replaceable=is_report, what="report")
     journal = Journal(args.db, read_only=True)  # a reader: works on a read-only file and beside other readers
     try:
         out = export_run(journal, args.run_id, target)
@@ -379,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
     ctrl_c = CtrlC()
+    from ._aliases import notes
+
+    for text in notes(args):  # an old flag spelling: it works, and the note names the new one
+        print(f"alarmkit: note: {one_line(text)}", file=sys.stderr)
     try:
         return args.fn(args)
     except InternalError:

@@ -6,10 +6,14 @@ workerd config, as workerd's ``samples/tail-workers`` do) forwards every TraceIt
 tail event to a collector in this process; the TraceItems are imported as one run
 (``importer.import_records``), so figures, reports and ``check_run`` read it like a simulated run.
 
-The driving script is JSON: ``{"steps": [{"at_ms": 0, "object": "ledger-1", "method": "grant",
-"args": ["lease-1", 1000], "owes": {"effect": "revoke", "key": "lease-1", "after_ms": 1000}}, ...],
-"until_ms": 5000}``: each step calls ``method(*args)`` on the object named ``object`` (by RPC) at
-``at_ms`` after the start; recording stops ``until_ms`` after the start. ``owes`` declares the
+The drive is the one drive format of ``alarmkit worker`` and ``explore --worker`` (``workers/drive.py``):
+``{"steps": [{"at": 0, "call": "LEDGER", "name": "ledger-1", "method": "grant", "args": ["lease-1", 1000],
+"owes": {"effect": "revoke", "key": "lease-1", "after_ms": 1000}}, ...], "until": 5000}``: each step calls
+``method(*args)`` on the object named ``name`` (by RPC) at ``at`` (or ``after`` the previous step) ms after
+the start; recording stops ``until`` ms after the start. ``call`` names a binding, as in the simulator;
+record binds the one class it runs, so only ``call`` steps are taken (``fetch``, ``restart``, ``evict`` and
+``expect`` are refused by name). The old record script (``at_ms``, ``object``, ``until_ms``) still reads,
+with a note on stderr (``load_script``). ``owes`` declares the
 obligation the call creates (checked by ``RecordResult.check()``): due ``after_ms`` after the
 moment the object's own clock read when the call reached it (the recorder's ``call`` line: in workerd
 ``Date.now()`` does not move while a method runs until it does I/O, so that is the time the method
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,16 +170,69 @@ class RecordResult:
         return lines
 
 
-def load_script(path: str | Path) -> dict:
+def load_script(path: str | Path, notes: list[str] | None = None) -> dict:
+    """Read a drive (``.json`` or ``.toml``) for ``record``: the drive format, or the old record script
+    (a note naming the file is appended to ``notes``). Returns the checked script in record's own terms."""
     p = Path(path)
     if not p.is_file():
-        raise AlarmkitError(f"no driving script {p}; write JSON like "
-                            '{"steps": [{"at_ms": 0, "object": "a", "method": "grant", "args": ["x", 1000]}], "until_ms": 5000}')
+        raise AlarmkitError(f"no drive file {p}; write JSON like "
+                            '{"steps": [{"at": 0, "call": "LEDGER", "name": "a", "method": "grant", "args": ["x", 1000]}], '
+                            '"until": 5000}')
     try:
-        script = json.loads(p.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+        text = p.read_bytes().decode("utf-8")
+        script = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as err:
-        raise AlarmkitError(f"driving script {p} is not UTF-8 JSON ({str(err)[:120]})") from None
-    return check_script(script, str(p))
+        kind = "TOML" if p.suffix == ".toml" else "JSON"
+        raise AlarmkitError(f"drive {p} is not UTF-8 {kind} ({str(err)[:120]})") from None
+    if is_old_script(script):
+        if notes is not None:
+            notes.append(f"{p} is in record's old script format (at_ms, object, until_ms): it still reads; the one "
+                         "drive format of worker, explore and record says at, call, name and until (docs/real-runs.md)")
+        return check_script(script, str(p))
+    return check_script(from_drive(script, str(p)), str(p))
+
+
+def is_old_script(script: Any) -> bool:
+    """Record's old script: ``until_ms`` at the top, or steps with ``object`` or ``at_ms``."""
+    if not isinstance(script, dict):
+        return False
+    steps = script.get("steps") if isinstance(script.get("steps"), list) else []
+    return "until_ms" in script or any(isinstance(s, dict) and ("object" in s or "at_ms" in s) for s in steps)
+
+
+def from_drive(drive: Any, name: str = "drive") -> dict:
+    """A drive (the format of ``alarmkit worker``) as record's script: ``call`` steps only, ``at``/``after``
+    summed into ``at_ms``, ``name`` as ``object``, ``until`` as ``until_ms``."""
+    if not isinstance(drive, dict) or not isinstance(drive.get("steps"), list) or not drive["steps"]:
+        raise AlarmkitError(f"{name} needs a non-empty list 'steps'")
+    extra = sorted(set(map(str, drive)) - {"steps", "until"})
+    if extra:
+        raise AlarmkitError(f"{name}: record takes \"steps\" and \"until\"; {extra[0]!r} is for the simulator "
+                            "(alarmkit worker): leave it out of the drive you record")
+    steps, t = [], 0
+    for i, s in enumerate(drive["steps"][:MAX_STEPS + 1]):
+        if not isinstance(s, dict) or "call" not in s:
+            kind = next((k for k in ("fetch", "restart", "evict") if isinstance(s, dict) and k in s), None)
+            raise AlarmkitError(f"{name}: step {i} " + (f"is a {kind} step; record drives RPC calls only (\"call\")"
+                                                         if kind else "needs \"call\", \"name\" and \"method\""))
+        unknown = sorted(set(map(str, s)) - {"call", "name", "method", "args", "at", "after", "owes"})
+        if unknown:
+            raise AlarmkitError(f"{name}: step {i}: record does not take {unknown[0]!r}; it takes at, after, call, "
+                                "name, method, args, owes")
+        at, after = s.get("at"), s.get("after")
+        if at is not None and after is not None:
+            raise AlarmkitError(f"{name}: step {i} has both at and after; give one")
+        given = at if at is not None else after if after is not None else 0
+        if not _whole(given, 0, 3_600_000):
+            raise AlarmkitError(f"{name}: step {i} {'at' if at is not None else 'after'} must be whole ms in "
+                                f"0..3600000, got {clean(repr(given))[:60]}")
+        when = at if at is not None else t + given
+        t = when
+        step = {"at_ms": when, "object": s.get("name"), "method": s.get("method"), "args": s.get("args", [])}
+        if "owes" in s:
+            step["owes"] = s["owes"]
+        steps.append(step)
+    return {"steps": steps, "until_ms": drive.get("until", t + 1_000 if steps else None)}
 
 
 def _no_constant(name: str) -> None:

@@ -1,7 +1,7 @@
 """``alarmkit worker`` and ``alarmkit explore --worker``: the commands behind the CLI entries
 (``alarmkit/cli.py`` adds the parsers).
 
-    alarmkit worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
+    alarmkit worker --worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
                     [--db journal.duckdb] [--report out.html] [--seed N] [--profile P] [--json]
     alarmkit explore --worker src/entry.py --drive drive.json [--invariant expect] [--seeds N] ...
 
@@ -46,8 +46,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("entry", nargs="?", default=None,
-                   help="the worker module (src/entry.py, or src/index.ts for the JS host); optional when --wrangler names main")
+    p.add_argument("--worker", dest="entry_flag", default=None, metavar="ENTRY",
+                   help="the worker module (src/entry.py, or src/index.ts for the JS host); optional when --wrangler "
+                        "names main (the same flag as explore --worker and record --worker)")
+    p.add_argument("entry", nargs="?", default=None, help="the old spelling of --worker ENTRY; still works")
     p.add_argument("--drive", required=True, metavar="FILE", help="drive script: requests and waits (.json or .toml)")
     _common(p)
     p.add_argument("--db", default=None, help="journal file (DuckDB) to append the run to; default: in memory")
@@ -105,6 +107,12 @@ def _run(args: argparse.Namespace) -> int:
     from .drive import load_drive
     from .runs import run_worker
 
+    if args.entry is not None and args.entry_flag is not None:
+        raise WorkerError("give the worker module once: --worker ENTRY (or the old positional ENTRY), not both")
+    if args.entry is not None:
+        print("alarmkit: note: the positional ENTRY is the old spelling of --worker ENTRY (one flag across worker, "
+              "explore and record); it still works", file=sys.stderr)
+    args.entry = args.entry or args.entry_flag
     _check_paths(args)
     if args.entry is None and args.wrangler is None:
         raise WorkerError("no worker module: pass ENTRY (e.g. src/entry.py) or --wrangler with main set")
