@@ -183,7 +183,7 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     for a in s["attempts"]:
         lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}  "
                            f"{attempt_text(a)}", 300))
-    alarms = ", ".join(f"{k}: {v}" for k, v in s["final_alarms"].items()) or "no objects"
+    alarms = ", ".join(f"{k}: {'none' if v is None else f'{v} ms'}" for k, v in s["final_alarms"].items()) or "no objects"
     lines.append(clean(f"  alarms left: {alarms}", 400))
     for f in s["expect_failures"]:
         lines.append(clean(f"  EXPECT FAILED: {f}", 400))
