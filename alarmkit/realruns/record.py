@@ -158,8 +158,8 @@ class RecordResult:
                   for c in failed]
         owed = sum(1 for c in self.calls if c["step"].get("owes"))
         note = "" if owed else "; no step declares an obligation ('owes'), so no obligation was checked"
-        lines.append(f"  check: {report!r}{note}")
-        lines += [f"    {v.to_dict()}" for v in report.violations]
+        lines.append(f"  check: {check_text(report)}{note}")
+        lines += [f"    ✗ {violation_text(v)}" for v in report.violations]
         if self.due_from.count("entry worker"):
             lines.append(f"  due times: {self.due_from.count('entry worker')} obligation(s) timed by the entry worker "
                          "(no recorder call line matched), up to a few ms early")
@@ -168,6 +168,22 @@ class RecordResult:
         else:
             lines.append("  raw events: not kept (--out DIR keeps tail.jsonl and stream.jsonl)")
         return lines
+
+
+def check_text(report: Any) -> str:
+    """``no violation; 3 of 3 obligations done, 0 lost, 0 stuck, 1 duplicated``: a check in words, not a repr."""
+    n = report.summary()
+    head = "no violation" if report.ok else (f"{n['violations']} violation{'s' * (n['violations'] != 1)} "
+                                            f"({n['invariants'].replace(',', ', ')})")
+    return (f"{head}; {n['done']} of {n['obligations']} obligations done, {n['lost']} lost, {n['stuck']} stuck, "
+            f"{n['duplicates']} duplicated")
+
+
+def violation_text(v: Any) -> str:
+    """``lost · ledger-1 at 1.250 s: ...``: one violation in words."""
+    where = f" · {v.object}" if v.object is not None else ""
+    when = f" at {v.t_ms / 1000:.3f} s" if isinstance(v.t_ms, (int, float)) else ""
+    return f"{v.invariant}{where}{when}: {v.message}"
 
 
 def load_script(path: str | Path, notes: list[str] | None = None) -> dict:
