@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add", "note", "notes"]
+__all__ = ["add", "flag", "note", "notes"]
 
 
 class _Alias(argparse.Action):
     def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
         setattr(namespace, self.dest, values)
+        setattr(namespace, f"_{self.dest}_flag", option_string)  # errors name the flag as the user typed it
         if option_string in getattr(self, "old", ()):
             note(namespace, f"{option_string} is the old name of {self.option_strings[0]} (one spelling across "
                             f"commands); it still works")
@@ -41,6 +42,11 @@ def note(namespace: argparse.Namespace, text: str) -> None:
     if text not in have:
         have.append(text)
     namespace._renamed = have
+
+
+def flag(namespace: argparse.Namespace, dest: str, default: str) -> str:
+    """The spelling the user typed for ``dest`` (``--out`` or ``--report``), else ``default``."""
+    return getattr(namespace, f"_{dest}_flag", None) or default
 
 
 def notes(namespace: argparse.Namespace) -> list[str]:

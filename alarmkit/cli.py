@@ -355,7 +355,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not Path(args.db).is_file():
         raise AlarmkitError(f"no journal file {args.db!r}; write one with `alarmkit demo --db FILE` or `alarmkit run ... --db FILE`")
     out = f"run-{args.run_id}.html" if args.out is None else args.out
-    target = output_file(out, "--report", replaceable=is_report, what="report")
+    from ._aliases import flag
+
+    target = output_file(out, flag(args, "out", "--report"), replaceable=is_report, what="report")
     journal = Journal(args.db, read_only=True)  # a reader: works on a read-only file and beside other readers
     try:
         out = export_run(journal, args.run_id, target)

@@ -97,7 +97,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.parallel < 1:
         raise AlarmkitError(f"--parallel must be at least 1, got {args.parallel}")
     if args.out is not None:  # checked before minutes of probes, not after
-        output_file(args.out, "--report", replaceable=is_report, what="report")
+        from .._aliases import flag
+
+        output_file(args.out, flag(args, "out", "--report"), replaceable=is_report, what="report")
     if args.names:
         probe_names(args.long, args.names)  # an unknown --probe is a usage error (exit 2), with or without workerd
     if args.record_reference:
