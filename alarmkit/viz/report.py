@@ -335,7 +335,7 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
             raise AlarmkitError(f"run {what} needs journal=Journal(path) to read it from")
         run, events = journal.run(what), journal.events(what)
     elif hasattr(what, "to_dict") and hasattr(what, "sim"):  # a run_scenario RunResult
-        run = {**_run_info(what.to_dict()), **(run or {})}
+        run = {**_run_info(what.to_dict()), "params": dict(getattr(what, "params", None) or {}), **(run or {})}
         if verdict is None and what.sim is not None:
             verdict = what.verdict
         if journal is not None and what.run_id is not None:
