@@ -12,11 +12,11 @@ import sys
 from typing import Any, Sequence
 
 from ._signals import CtrlC
+from ._cli_text import one_line
 from .errors import AlarmkitError, InternalError
 
 __all__ = ["main", "build_parser"]
 
-SHOW_ATTEMPTS = 30  # alarm() attempts `alarmkit run` lists before it elides the middle
 
 
 class _Parser(argparse.ArgumentParser):
@@ -279,69 +279,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"verdict": verdict.to_dict(), **result}, default=str))
         return code
+    from ._cli_text import readable
+
     print("verdict: " + "\n  ".join(verdict.lines()))
-    print(_readable(result, args.db))
+    print(readable(result, args.db))
     return code
 
 
-def _readable(r: dict, db: str | None = None) -> str:
-    where = f"run {r['run_id']} in {db}" if r.get("run_id") is not None else "not journaled: --db FILE keeps it"
-    lines = [f"{r['scenario']} (profile {r['profile']}, seed {r['seed']}, {where}): {r['events']} events"]
-    attempts = r["attempts"]
-    shown = attempts if len(attempts) <= SHOW_ATTEMPTS else attempts[:SHOW_ATTEMPTS - 5]
-    for a in shown:
-        lines.append(_attempt_line(a))
-    if len(shown) < len(attempts):  # a run of days prints a screen, not 20,000 lines; --json has them all
-        lines.append(f"  ... {len(attempts) - len(shown) - 5:,} more alarm() attempts (--json lists every one) ...")
-        for a in attempts[-5:]:
-            lines.append(_attempt_line(a))
-    if not r["attempts"]:
-        lines.append("  alarm() never ran")
-    eff = ", ".join(f"{k} x{v}" for k, v in r["effects"].items()) or "none"
-    lines.append(f"  effects: {eff}")
-    if "final_alarm" in r:
-        lines.append(f"  final alarm: {_plain(r['final_alarm'])}")
-    if "rows_left" in r:
-        lines.append(f"  rows left: {_plain(r['rows_left'])}")
-    lines.extend(r.get("report", []))  # a scenario's own readable lines (the guestbook scenarios have some)
-    return "\n".join(lines)
-
-
-def _plain(value: Any) -> str:
-    """A value as a reader writes it, not as Python's repr: ``none``, ``lease-0, lease-1``, ``15000``."""
-    if value is None or value == [] or value == {}:
-        return "none"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_plain(v)}" for k, v in value.items())
-    return str(value)
-
-
-def _attempt_line(a: dict) -> str:
-    from .scenarios.registry import attempt_text
-
-    return one_line(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {a['object_id']}  "
-                    f"{attempt_text(a)}")[:300]
-
-
 def cmd_list(args: argparse.Namespace) -> int:
+    from ._cli_text import list_json, list_lines
     from .scenarios import list_scenarios
 
     items = list_scenarios()
-    if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description, "demonstrates": s.demonstrates,
-                           "kind": s.kind, "profile": s.profile, "params": s.params,
-                           "faults": s.faults} for s in items], default=str))  # faults: the default plan, or null
-        return 0
-    width = max(len(s.name) for s in items)
-    for s in items:  # the name and what it demonstrates, then (indented) what it does
-        kind = f"[{s.kind}] " if s.kind else ""
-        print(f"{s.name:<{width}}  {kind}{s.demonstrates}")
-        if s.description != s.demonstrates:
-            print(f"{'':<{width}}    {s.description}")
-    print(f"\nkinds: correct (the pattern to copy), platform (how the platform behaves), failure (broken by "
-          "design: the verdict says why), anti-pattern (breaks only under faults: `alarmkit explore NAME` finds it)")
+    print(list_json(items) if args.json else "\n".join(list_lines(items)))
     return 0
 
 
@@ -454,15 +404,6 @@ class _Terminal:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
-
-
-def one_line(text: str) -> str:
-    """``text`` safe for a terminal on one line: control and format characters (escape sequences,
-    newlines, U+202E) shown as ``\\x1b``-style escapes, never sent to the terminal."""
-    import unicodedata
-
-    return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else
-                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") for c in text)
 
 
 def _os_error(err: OSError) -> str:

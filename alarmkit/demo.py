@@ -12,8 +12,7 @@ from tqdm.auto import tqdm
 from ._paths import output_folder
 from .errors import AlarmkitError
 from .journal import Journal
-from .viz.report import check_plotly_js, export_folder, is_report, write_index
-from .viz._pages import summary_lines
+from .viz.report import check_plotly_js, export_folder, is_report, summary_lines, write_index
 from .scenarios import list_scenarios, run_scenario
 
 EXPLORE_SEEDS = (20, 300)  # random plans explore tries on an anti-pattern that held (with every crash point), then more

@@ -28,12 +28,13 @@ from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
 from ..journal import verdict_of_events
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
-from ._pages import (  # noqa: F401  (PLOTLY_TAG, is_plotly_js, check_plotly_js: their old home is this module)
-    INDEX, PLOTLY_TAG, about_rows, check_plotly_js, glossary_html, index_html, is_plotly_js, nav_html, worker_title,
+from .pages import (  # noqa: F401  (PLOTLY_TAG, is_plotly_js, check_plotly_js: their old home is this module)
+    INDEX, PLOTLY_TAG, about_rows, check_plotly_js, glossary_html, index_html, is_plotly_js, nav_html, summary_lines,
+    worker_title,
 )
 
 __all__ = ["check_plotly_js", "is_plotly_js", "export_folder", "export_html", "export_run", "report_html", "run_figures",
-           "summary_rows", "write_index"]
+           "summary_lines", "summary_rows", "write_index"]
 
 # The page may run its own inline scripts (plotly; WebGL traces need eval) and nothing may be fetched.
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "

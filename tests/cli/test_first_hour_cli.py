@@ -1,4 +1,4 @@
-"""The first hour on the command line (issue 39): exit codes a CI can use, attempts that say how they ended,
+"""The first hour on the command line: exit codes a CI can use, attempts that say how they ended,
 what each scenario demonstrates, `--version`, `journal runs`, old flag spellings kept with a note."""
 
 from __future__ import annotations

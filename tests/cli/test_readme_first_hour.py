@@ -1,4 +1,4 @@
-"""The README's "Your own Durable Object" as a new user types it (issue 39): its python blocks run in a fresh
+"""The README's "Your own Durable Object" as a new user types it: its python blocks run in a fresh
 folder, then every ``$ .venv/bin/alarmkit ...`` line of its console blocks runs there, and exits with the
 code its ``# exit N`` comment states. The JS block needs Node.js and esbuild (skipped, naming why, without)."""
 

@@ -1,5 +1,5 @@
 """A failed expectation is drawn red, never in a stray colour (a kind the timeline did not know was drawn in a
-spare colour, which for ``expect_failed`` was green: issue 39)."""
+spare colour, which for ``expect_failed`` was green)."""
 
 import alarmkit as ak
 from alarmkit.viz._handout import MEANING

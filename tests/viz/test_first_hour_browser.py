@@ -1,5 +1,5 @@
 """The demo's first hour, in Chromium: the index, the warning (never green) over an abandoned alarm, the
-anti-pattern pages showing explore's counterexample, the links every page carries (issue 39)."""
+anti-pattern pages showing explore's counterexample, the links every page carries."""
 
 import os
 import re

@@ -1,4 +1,4 @@
-"""The README's headless notebook commands work as typed (issue 39): ``jupytext --to ipynb --execute`` on a
+"""The README's headless notebook commands work as typed: ``jupytext --to ipynb --execute`` on a
 ``.py`` notebook, then ``jupyter nbconvert --to html`` on what it wrote. Run on a copy, in a temporary folder."""
 
 import os

@@ -1,5 +1,4 @@
-"""A worker's report names its entry file, drive and bindings, in its title and first rows (issue 39: it was
-titled "worker · run 1" and named neither); every report links the glossary of marks on the page."""
+"""A worker's report names its entry file, drive and bindings, in its title and first rows; every report links the glossary of marks on the page."""
 
 import html
 import re

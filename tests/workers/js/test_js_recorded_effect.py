@@ -1,4 +1,4 @@
-"""``effect(ctx, name, key)`` of recorded.js is an effect under the JS host too, as on real workerd (issue 39):
+"""``effect(ctx, name, key)`` of recorded.js is an effect under the JS host too, as on real workerd:
 the same module journals the same effects on both sides, so ``alarmkit diff`` sees no false divergence."""
 
 import shutil
