@@ -340,12 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     sys.stdout = _Terminal(out)  # everything a command prints: paths, names, ids from a journal
     ctrl_c = CtrlC()
-    from ._aliases import notes
-
-    for text in notes(args):  # an old flag spelling: it works, and the note names the new one
-        print(f"alarmkit: note: {one_line(text)}", file=sys.stderr)
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        _print_notes(args, code)
+        return code
     except InternalError:
         raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
     except AlarmkitError as err:
@@ -378,6 +376,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout = out
         ctrl_c.restore()
+
+
+def _print_notes(args: argparse.Namespace, code: int) -> None:
+    """An old flag spelling worked: one note each, after the command's output (never beside an error: a usage
+    error is one line)."""
+    from ._aliases import notes
+
+    if code != 2:
+        for text in notes(args):
+            print(f"alarmkit: note: {one_line(text)}", file=sys.stderr)
 
 
 def _stopped_by_code(command: str, err: BaseException, what: str) -> str:

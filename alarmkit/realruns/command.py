@@ -101,19 +101,19 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    import sys
-
     from .record import load_script, record
 
     if (args.drive is None) == (args.script is None):
         raise AlarmkitError("record needs --drive FILE (the drive: the calls to make and until when)"
                             if args.drive is None else "give --drive or its old name --script, not both")
+    from .._aliases import note
+
     notes = []
     if args.script is not None:
         notes.append("--script is the old name of --drive (the one flag of worker, explore and record); it still works")
     script = load_script(args.drive or args.script, notes)  # refused before workerd starts
-    for note in notes:
-        print(f"alarmkit: note: {clean(note)}", file=sys.stderr)
+    for text in notes:  # printed after the command's output by alarmkit.cli, unless it fails with a usage error
+        note(args, text)
     journal = open_journal(args.db)
     try:
         result = record(args.worker, args.class_name, script, journal, out_dir=args.out)

@@ -110,8 +110,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.entry is not None and args.entry_flag is not None:
         raise WorkerError("give the worker module once: --worker ENTRY (or the old positional ENTRY), not both")
     if args.entry is not None:
-        print("alarmkit: note: the positional ENTRY is the old spelling of --worker ENTRY (one flag across worker, "
-              "explore and record); it still works", file=sys.stderr)
+        from .._aliases import note
+
+        note(args, "the positional ENTRY is the old spelling of --worker ENTRY (one flag across worker, explore and "
+                   "record); it still works")
     args.entry = args.entry or args.entry_flag
     _check_paths(args)
     if args.entry is None and args.wrangler is None:

@@ -82,7 +82,7 @@ def test_the_report_opens_on_the_verdict_and_marks_the_miss(tmp_path):
     page = export_html(r, tmp_path / "r.html").read_text()
     table = page[page.index("<table class=summary>"):]
     assert table.startswith('<table class=summary><tr class="verdict"><th>verdict</th><td><div class="verdict" '
-                            'data-held="false">')
+                            'data-held="false" data-status="broken">')
     assert table.index("BROKEN: 7 violations") < table.index("<th>scenario</th>")
     assert '<div class="verdict-broken" style="color:#b00020">✗ send_digest(2) on naive, due at 120 s' in table
     fig = timeline(r.events)
