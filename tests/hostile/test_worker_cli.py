@@ -58,8 +58,8 @@ def check(rc: int, out: str, err: str) -> None:
     if rc == 2:
         lines = [x for x in err.splitlines() if x.startswith("alarmkit: error")]
         assert len(lines) == 1, err
-    if rc == 1:
-        assert "EXPECT FAILED" in out
+    if rc == 1:  # an expectation failed, or the run's verdict is BROKEN: said either way
+        assert "EXPECT FAILED" in out or out.startswith("verdict: BROKEN")
 
 
 @pytest.fixture
@@ -233,3 +233,23 @@ def test_an_endless_recursive_query_in_an_expectation_is_stopped_and_named(proje
     check(rc, out, err)
     assert rc == 1 and "EXPECT FAILED: BOX:a sql " in out
     assert "error: the query was stopped after 2,000,000 SQLite steps (an endless WITH RECURSIVE?)" in out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spelling=st.sampled_from(["flag", "positional", "both", "neither"]),
+       entry=st.sampled_from(["w.py", "missing.py", "", "dir/", "\x1b[2J.py", "w.py\u202e"]))
+def test_the_worker_module_by_flag_or_old_positional(capsys, project, spelling, entry):
+    """``--worker ENTRY`` (the one flag of worker, explore, record) or the old positional ENTRY (a note after the
+    output): any path, exit 0/1 or one line with exit 2; both at once is refused."""
+    d = project / "d.json"
+    d.write_text(json.dumps({"steps": [{"at": 0, "call": "BOX", "name": "a", "method": "put", "args": [1]}]}))
+    path = str(project / entry)
+    which = {"flag": ["--worker", path], "positional": [path], "both": [path, "--worker", path], "neither": []}[spelling]
+    rc, out, err = run(capsys, ["worker", *which, "--bind", "BOX=Box", "--drive", str(d)])
+    check(rc, out, err)
+    if spelling == "both":
+        assert rc == 2 and "not both" in err
+    if spelling == "neither":
+        assert rc == 2 and "no worker module" in err
+    if rc == 0:
+        assert ("the positional ENTRY is the old spelling of --worker" in err) == (spelling == "positional")
