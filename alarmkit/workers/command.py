@@ -126,6 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = run_worker(args.entry, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
                             compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile)
+        verdict = result.verdict  # read while the journal is open (a journaled run's events live there)
         if report is not None:
             export_html(result, report)
     finally:
@@ -135,13 +136,13 @@ def _run(args: argparse.Namespace) -> int:
                "attempts": result.attempts, "requests": result["requests"], "failed": result["failed"],
                "pending": result["pending"], "expectations": result["expectations"],
                "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
-               "verdict": result.verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
+               "verdict": verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
                "bindings": _bindings(result)}
     if args.json:
         print(json.dumps(summary, default=str))
     else:
         print(_readable(summary, args, report))
-    return 1 if result["expect_failures"] or result.verdict.status == "broken" else 0
+    return 1 if result["expect_failures"] or verdict.status == "broken" else 0
 
 
 def _precheck(args: argparse.Namespace, drive: Any) -> None:

@@ -107,3 +107,20 @@ def test_record_needs_one_drive(capsys, tmp_path, monkeypatch, argv):
     rc, _, err = run(capsys, *argv, "--db", "j.duckdb")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "--drive" in err
     assert not (tmp_path / "j.duckdb").exists()
+
+
+def test_worker_journaled_prints_its_verdict_and_attempts(capsys, tmp_path):
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parents[2] / "notebooks" / "workers"
+    db = str(tmp_path / "j.duckdb")
+    rc, out, err = run(capsys, "worker", "--worker", str(nb / "outbox.py"), "--wrangler", str(nb / "wrangler.jsonc"),
+                       "--drive", str(nb / "drive.json"), "--db", db)
+    assert rc == 0 and err == "", err
+    assert out.startswith("verdict: no obligations declared, so none checked; 4 run-wide invariants checked")
+    assert "  alarm() at      1001 ms  retry_count=0  alice  ok" in out and "all 2 expectations of the drive held" in out
+    rc, out, err = run(capsys, "worker", str(nb / "outbox.py"), "--wrangler", str(nb / "wrangler.jsonc"),
+                       "--drive", str(nb / "drive.json"), "--db", db, "--json")
+    data = json.loads(out)
+    assert rc == 0 and data["verdict"]["status"] == "held" and data["attempts"][0]["outcome"] == "ok"
+    assert err.startswith("alarmkit: note: the positional ENTRY is the old spelling of --worker ENTRY")
