@@ -18,7 +18,6 @@ from ._text import Terminal as _Terminal, one_line
 
 __all__ = ["main", "build_parser"]
 
-SHOW_ATTEMPTS = 30  # alarm() attempts `alarmkit run` lists before it elides the middle
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,7 +71,12 @@ def _no_constant(name: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from .runtime.profiles import PROFILES
 
-    p = _Parser(prog="alarmkit", description="Simulate Durable Object alarms under a virtual clock.")
+    from ._version import __version__
+
+    p = _Parser(prog="alarmkit", description="Simulate Durable Object alarms under a virtual clock. Exit codes: "
+                "0 nothing broken; 1 a run broke an invariant or expectation (run, worker, explore); 2 a usage "
+                "error (one line on stderr); 130 Ctrl-C.")
+    p.add_argument("--version", action="version", version=f"alarmkit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run one scenario; --db FILE journals it")
@@ -114,7 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "alarmkit report.")
     export.add_argument("--db", required=True, help="journal file (DuckDB), e.g. journal.duckdb")
     export.add_argument("--run", dest="run_id", type=_run_id, required=True, help="a run id from the journal")
-    export.add_argument("--out", default=None, help="HTML file to write; default: run-<ID>.html")
+    from ._aliases import add as add_renamed
+
+    add_renamed(export, "--report", "--out", dest="out", default=None, metavar="FILE",
+                help="HTML file to write; default: run-<ID>.html")
     export.set_defaults(fn=cmd_export)
     from .realruns.command import add_commands as realruns_commands  # export --format perfetto, import, record
 
@@ -166,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .journal.command import add_arguments as journal_arguments, run_command as journal_command
 
-    jr = sub.add_parser("journal", help="journal upkeep: `journal recover SPILL --db J` writes spilled events back")
+    jr = sub.add_parser("journal", help="journal upkeep: `journal runs --db J` lists its runs, "
+                                        "`journal recover SPILL --db J` writes spilled events back")
     journal_arguments(jr)
     jr.set_defaults(fn=journal_command)
     return p
@@ -242,7 +250,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         _print_exploration(err.exploration, args.json)
         raise
     _print_exploration(result, args.json)
-    return 0
+    return result.exit_code  # 1: a violation found (CI fails, as pytest on a failure); 0: none
 
 
 def _print_exploration(result, as_json: bool) -> None:
@@ -279,48 +287,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         if journal is not None:
             journal.close()
     result = result.to_dict()
+    code = 1 if verdict.status == "broken" else 0  # as pytest on a failure: CI sees a broken run
     if args.json:
         print(json.dumps({"verdict": verdict.to_dict(), **result}, default=str))
-        return 0
+        return code
+    from ._cli_text import readable
+
     print("verdict: " + "\n  ".join(verdict.lines()))
-    print(_readable(result, args.db))
-    return 0
-
-
-def _readable(r: dict, db: str | None = None) -> str:
-    where = f"run {r['run_id']} in {db}" if r.get("run_id") is not None else "not journaled: --db FILE keeps it"
-    lines = [f"{r['scenario']} (profile {r['profile']}, seed {r['seed']}, {where}): {r['events']} events"]
-    attempts = r["attempts"]
-    shown = attempts if len(attempts) <= SHOW_ATTEMPTS else attempts[:SHOW_ATTEMPTS - 5]
-    for a in shown:
-        lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
-    if len(shown) < len(attempts):  # a run of days prints a screen, not 20,000 lines; --json has them all
-        lines.append(f"  ... {len(attempts) - len(shown) - 5:,} more alarm() attempts (--json lists every one) ...")
-        for a in attempts[-5:]:
-            lines.append(f"  alarm() at {a['t_ms'] / 1000:>9.3f} s  retry_count={a['retry_count']}  {one_line(str(a['object_id']))}")
-    if not r["attempts"]:
-        lines.append("  alarm() never ran")
-    eff = ", ".join(f"{k} x{v}" for k, v in r["effects"].items()) or "none"
-    lines.append(f"  effects: {eff}")
-    if "final_alarm" in r:
-        lines.append(f"  final alarm: {r['final_alarm']}")
-    if "rows_left" in r:
-        lines.append(f"  rows left: {r['rows_left'] or 'none'}")
-    lines.extend(r.get("report", []))  # a scenario's own readable lines (the guestbook scenarios have some)
-    return "\n".join(lines)
+    print(readable(result, args.db))
+    return code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from ._cli_text import list_json, list_lines
     from .scenarios import list_scenarios
 
     items = list_scenarios()
-    if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description, "profile": s.profile, "params": s.params,
-                           "faults": s.faults} for s in items], default=str))  # faults: the default plan, or null
-        return 0
-    width = max(len(s.name) for s in items)
-    for s in items:
-        print(f"{s.name:<{width}}  {s.description}")
+    print(list_json(items) if args.json else "\n".join(list_lines(items)))
     return 0
 
 
@@ -334,7 +317,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not Path(args.db).is_file():
         raise AlarmkitError(f"no journal file {args.db!r}; write one with `alarmkit demo --db FILE` or `alarmkit run ... --db FILE`")
     out = f"run-{args.run_id}.html" if args.out is None else args.out
-    target = output_file(out, "--out", replaceable=is_report, what="report")
+    from ._aliases import flag
+
+    target = output_file(out, flag(args, "out", "--report"), replaceable=is_report, what="report")
     journal = Journal(args.db, read_only=True)  # a reader: works on a read-only file and beside other readers
     try:
         out = export_run(journal, args.run_id, target)
@@ -371,7 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._paths import refuse_empty_paths
 
         refuse_empty_paths(args)  # every command's --db "", --out "", --report "": one refusal, before any work
-        return args.fn(args)
+        code = args.fn(args)
+        _print_notes(args, code)
+        return code
     except InternalError:
         raise  # a bug in alarmkit, not a user error: the traceback is what a bug report needs
     except AlarmkitError as err:
@@ -407,6 +394,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # after a one-line error, the coroutines the stopped run never started are collected at exit: their
         # "never awaited" RuntimeWarnings would follow the error line as noise
         warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
+
+
+def _print_notes(args: argparse.Namespace, code: int) -> None:
+    """An old flag spelling worked: one note each, after the command's output (never beside an error: a usage
+    error is one line)."""
+    from ._aliases import notes
+
+    if code != 2:
+        for text in notes(args):
+            print(f"alarmkit: note: {one_line(text)}", file=sys.stderr)
 
 
 def _stopped_by_code(command: str, err: BaseException, what: str) -> str:

@@ -23,7 +23,7 @@
 # * automatic retries with exponential backoff from 2 s, **up to 6 retries**, then nothing.
 #
 # An object that owns many expirations (leases, sessions, reservations) therefore cannot keep them
-# *in* the alarm. Seed 003's lease ledger keeps them in a table and treats the alarm as a wake-up
+# *in* the alarm. The lease ledger keeps them in a table and treats the alarm as a wake-up
 # call for the earliest row. This notebook walks through that ledger under alarmkit's virtual
 # clock, where every time below is exact and repeatable.
 
@@ -38,7 +38,7 @@ from alarmkit.widgets import Explorer
 # %% [markdown]
 # ## The ledger, line for line
 #
-# The seven numbered comments are the seed's: **(1)** the constructor re-arms on every wake,
+# The seven numbered comments are the design's: **(1)** the constructor re-arms on every wake,
 # **(2)** the table is the truth, **(3)** the alarm only moves earlier, **(4)** the handler reads
 # what is due *now*, **(5)** the effect runs first, **(6)** then the row is deleted, **(7)** the
 # handler chains to the next expiry.
@@ -140,7 +140,7 @@ events[["t_ms", "kind", "scheduled_ms", "prev_scheduled_ms", "detail"]]
 timeline(events, title="one ledger, three leases")
 
 # %% [markdown]
-# ## Seed 003's three lab results, as scenarios
+# ## Three lab results from local workerd, as scenarios
 #
 # The same ledger is registered as named scenarios; `run_scenario` returns a summary with every
 # `alarm()` attempt and how many times each effect ran. A `Journal` (DuckDB; here in memory)
@@ -197,7 +197,7 @@ timeline(journal.events(earlier.run_id), title="lease-moves-only-earlier")
 # %% [markdown]
 # ## Explore it yourself
 #
-# The explorer runs the `lease-lab` scenario (the ledger with the seed's lab switches) every
+# The explorer runs the `lease-lab` scenario (the ledger with the lab's switches) every
 # time a control changes. Try:
 #
 # * **lease lifetime** 300 → 5000: every fire slides right;

@@ -62,7 +62,7 @@ pd.DataFrame({"rung": range(6),
 # %% [markdown]
 # ## Exhaustion
 #
-# `lease-exhaustion` is seed 003's probe: the lab's handler always throws, its constructor is
+# `lease-exhaustion` is a probe first run on local workerd: the lab's handler always throws, its constructor is
 # kept from re-arming, and one lease is granted for 1 s.
 
 # %%
@@ -72,7 +72,7 @@ journal = ak.Journal()
 exhausted = ak.run_scenario("lease-exhaustion", seed=1, journal=journal)
 
 # %% [markdown]
-# Seven attempts, `retry_count` 0 to 6. Beside them, the attempts seed 003 published from a
+# Seven attempts, `retry_count` 0 to 6. Beside them, the attempts measured in a
 # local `wrangler dev` run (+0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6 s after the first). Both are
 # draws from the same ladder: the nominal cumulative times are 0, 2, 6, 14, 30, 62, 126 s, and
 # the jitter can add up to a quarter of each wait (at most 157.5 s for the seventh attempt).
@@ -83,14 +83,14 @@ first = exhausted.attempts[0]["t_ms"]
 # %%
 pd.DataFrame({"retry_count": [a["retry_count"] for a in exhausted.attempts],
               "simulated, s after the first": [(a["t_ms"] - first) / 1000 for a in exhausted.attempts],
-              "seed 003, local workerd": [0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6]})
+              "measured, local workerd": [0, 2.0, 6.1, 14.5, 32.1, 67.9, 144.6]})
 
 # %%
 assert [a["retry_count"] for a in exhausted.attempts] == [0, 1, 2, 3, 4, 5, 6]
 
 # %% [markdown]
 # After the seventh failure the journal has an `abandoned` event. The stored alarm is gone and
-# the lease is still in the table, overdue: the state seed 003 found after "100 seconds of
+# the lease is still in the table, overdue: the state a local run found after "100 seconds of
 # polling". Storage and scheduler agree (workerd#6396 was a bug where they did not).
 
 # %%
@@ -182,7 +182,7 @@ backoff_ladder(journal.events(uncounted.run_id))
 # %% [markdown]
 # ## Revival
 #
-# After exhaustion nothing runs the alarm until the next `setAlarm`. Seed 003's fix is the
+# After exhaustion nothing runs the alarm until the next `setAlarm`. The fix is the
 # constructor: every wake re-runs `ensure_alarm`, which finds the overdue row and no alarm, and
 # sets one. `lease-revival` clears the failure, restarts the runtime (5 s of downtime), and makes
 # a single request; the constructor re-arms, and the alarm fires 1 ms later and revokes the lease.

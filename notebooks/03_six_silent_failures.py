@@ -15,9 +15,9 @@
 # %% [markdown]
 # # 3 · The six silent failures
 #
-# Seed 003 ends with "ways an alarm handler fails silently": six mistakes that pass every happy-path
-# test and lose or mistime work only when something goes wrong. The author reproduced some of them
-# on local workerd and said plainly which ones were not ("I did not reproduce the harmful version").
+# There are six well-known "ways an alarm handler fails silently": six mistakes that pass every happy-path
+# test and lose or mistime work only when something goes wrong. Some of them were reproduced
+# on local workerd and some were not ("I did not reproduce the harmful version", said of one).
 # Here each mistake is a one-method subclass of the lease ledger, and `explore` searches for a fault
 # plan that breaks it:
 #
@@ -52,7 +52,7 @@ journal = ak.Journal()
 # %% [markdown]
 # ## The correct ledger first
 #
-# Seed 003's ledger, unchanged, under every single and double crash point plus the random plans.
+# The correct ledger, unchanged, under every single and double crash point plus the random plans.
 # The verdict to hope for is "no lost work". It still runs some revocations more than once: that is
 # at-least-once delivery, reported as *duplicates*, not as failures. The effect must tolerate them.
 
@@ -120,7 +120,7 @@ print(pair.diff().summary())
 # ## 2 · Setting the alarm unconditionally in the constructor
 #
 # > *Symptom: the alarm is pushed later every time the object wakes, and some expirations run late.
-# > Fix: read getAlarm() and move it only earlier.* (Seed 003: "I did not reproduce the harmful
+# > Fix: read getAlarm() and move it only earlier.* (On local workerd: "I did not reproduce the harmful
 # > version.")
 #
 # The constructor arms "a sweep in a minute" whenever rows exist. The explorer needs one crash:

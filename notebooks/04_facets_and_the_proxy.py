@@ -16,7 +16,7 @@
 # # 4 · Facets and the parent-owned alarm proxy
 #
 # A **facet** is a child Durable Object that lives inside its parent (`ctx.facets.get(name, cls)`):
-# its own SQLite file, its own code, the parent's process. Seed 000 hosts a stream processor this
+# its own SQLite file, its own code, the parent's process. A stream processor can be hosted this
 # way, and the processor's keepalive needs a durable alarm. Facets cannot have one. From workerd's
 # source (`server.c++`, `actor-sqlite.c++`): the alarm scheduler keys alarms by actor, and it can
 # deliver only to the **root** actor of a namespace.
@@ -29,7 +29,7 @@
 # | `workerd-2026-07` (before PR #7085) | the write commits through the output gate and throws there, `alarms are not yet implemented for SQLite-backed Durable Objects`, breaking **unrelated in-flight RPCs on the whole actor** (workerd#6810) |
 # | `workerd` (1.20261117.1) | `setAlarm()` resolves and `getAlarm()` even shows the time; the commit breaks **the facet**: every pending or later call into it rejects with `Facets currently cannot set alarms.`; the parent's own work completes |
 #
-# The fix seed 000 shipped (option 1, the shape Cloudflare's agents SDK uses): the **parent owns
+# The fix that shipped (option 1, the shape Cloudflare's agents SDK uses): the **parent owns
 # the one real alarm**. The facet calls `setAlarm` on its parent; the parent persists one
 # `{atMs, ref}` cell, mirrors it into its real alarm, and on fire boots the facet from the stored
 # ref and replays `alarm(info)` into it. Failures re-raise, so workerd's root-actor retries cover
@@ -99,7 +99,7 @@ pd.DataFrame(before["calls"])
 pd.DataFrame(before["broken"])[["t_ms", "kind", "object_id", "message", "calls"]]
 
 # %% [markdown]
-# Seed 000: "Every delivery then fails with 'alarms are not yet implemented for SQLite-backed
+# As a field report put it: "Every delivery then fails with 'alarms are not yet implemented for SQLite-backed
 # Durable Objects' — proven live on PR #2073 (the recovery wiring was written, failed on first
 # delivery, and reverted)."
 #
@@ -114,7 +114,7 @@ print(inspect.getsource(AlarmProxyParent.alarm))
 # %% [markdown]
 # The facet keeps the standard API: its constructor wraps `ctx` in `facet_alarm_state(ctx, ref)`, a
 # `DurableObjectState`-shaped shim whose storage stays the facet's own but whose alarm calls are
-# RPCs to the parent. The keepalive code is unchanged, exactly as seed 000 planned ("zero registry
+# RPCs to the parent. The keepalive code is unchanged, exactly as planned ("zero registry
 # changes").
 
 # %%

@@ -15,9 +15,9 @@
 # %% [markdown]
 # # 5 · The guestbook keepalive
 #
-# Seed 000's stream processor signs guestbook entries in batches. If its process dies mid-batch,
+# A stream processor signs guestbook entries in batches. If its process dies mid-batch,
 # nothing in the stream will call it again: the **keepalive** is the durable alarm that comes back
-# for the unfinished work. What it needs from an alarm transport, in the seed's words:
+# for the unfinished work. What it needs from an alarm transport, in its designers' words:
 #
 # * **millisecond-precision arming**: "the backoff ladder's first rung is 10s
 #   (`KEEPALIVE_ALARM_LEAD_MS`); minute-granular transports are unacceptable";
@@ -48,7 +48,7 @@ journal = ak.Journal()
 # ## The rungs
 #
 # Armed 10 s ahead before each batch; after each revival it climbs a rung (20, 40, 80, then 160 s
-# for good). Only the first rung is the seed's; the climb is alarmkit's choice.
+# for good). Only the first rung is the design's; the climb is alarmkit's choice.
 
 # %%
 pd.DataFrame({"rung": range(6), "lead (ms)": [keepalive_lead_ms(n) for n in range(6)]})
@@ -133,7 +133,7 @@ compare({"no faults": journal.events(root.run_id), "30 s late": journal.events(l
 # the next rung before it threw, so that alarm runs instead of workerd's retry (an early
 # `setAlarm` suppresses the automatic retries).
 #
-# At 300 s a deploy of `v2` (a new `GUESTBOOK_VERSION`: the registry version of seed 000's
+# At 300 s a deploy of `v2` (a new `GUESTBOOK_VERSION`: the registry version of the
 # deploy-reset lane) restarts the runtime; the first wake of the new build sees a keepalive parked
 # by another build, re-arms it, and the revival at +10 s finishes the batch.
 

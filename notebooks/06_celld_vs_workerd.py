@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 6 · celld vs workerd: minute buckets against millisecond timers
 #
-# The keepalive of notebook 5 arms 10 s ahead, and seed 000 is blunt about the transport:
+# The keepalive of notebook 5 arms 10 s ahead, and its designers are blunt about the transport:
 # "millisecond-precision arming ... minute-granular transports are unacceptable." workerd keeps
 # every alarm on a millisecond timer. celld (denoland/celld v0.3.0, self-hosted distributed
 # Durable Objects) has two tiers (`crates/logic/wake.rs`):
@@ -139,7 +139,7 @@ pd.DataFrame(short["celld"])[["cell", "woken_by", "armed_at_ms", "fired_at_ms", 
 
 # %% [markdown]
 # Neither is free: a 5-second waker scans every bucket twelve times as often, and residency is
-# memory. The design question seed 000 asks is whether a fire up to a minute late is acceptable
+# memory. The design question is whether a fire up to a minute late is acceptable
 # for a 10 s keepalive; alarmkit makes the answer a number per setting.
 #
 # ## Try it

@@ -133,7 +133,7 @@ duplicates = journal.sql("""
 duplicates
 
 # %% [markdown]
-# Seed 003's crash-after-effect: "the platform retried about two seconds later with
+# The crash-after-effect result from local workerd: "the platform retried about two seconds later with
 # retryCount=1, ran the effect again". How long after the first run did the repeat come, over
 # all seeds? The second run must wait the first rung, 2 000 ms plus up to 500 ms of jitter.
 # Query the `duplicates` DataFrame itself with DuckDB:

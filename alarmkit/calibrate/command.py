@@ -26,7 +26,9 @@ NO_NODE = ("alarmkit calibrate: Node.js and npm are not on PATH, so workerd cann
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--long", action="store_true", help="also run the retry-exhaustion and revival probes (~3 min)")
     p.add_argument("--db", default=None, help="journal file (DuckDB) for the real and simulated runs; default in memory")
-    p.add_argument("--out", default=None, help="HTML report to write, e.g. calibration.html")
+    from .._aliases import add
+
+    add(p, "--report", "--out", dest="out", default=None, metavar="FILE", help="HTML report to write, e.g. calibration.html")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--install-only", action="store_true",
                    help=f"install workerd@{DEFAULT_VERSION} from npm into the cache, then exit (0 without Node too)")
@@ -95,7 +97,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.parallel < 1:
         raise AlarmkitError(f"--parallel must be at least 1, got {args.parallel}")
     if args.out is not None:  # checked before minutes of probes, not after
-        output_file(args.out, "--out", replaceable=is_report, what="report")
+        from .._aliases import flag
+
+        output_file(args.out, flag(args, "out", "--report"), replaceable=is_report, what="report")
     if args.names:
         probe_names(args.long, args.names)  # an unknown --probe is a usage error (exit 2), with or without workerd
     if args.record_reference:

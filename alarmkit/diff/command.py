@@ -62,7 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "first_request (each run from its first call), or a tolerance in ms; the summary names it")
     p.add_argument("--tolerance-ms", type=_ms, default=None,
                    help="with --align clock_start or first_request: the tolerance")
-    p.add_argument("--out", default=None, help="HTML report to write, e.g. diff.html")
+    from .._aliases import add
+
+    add(p, "--report", "--out", dest="out", default=None, metavar="FILE", help="HTML report to write, e.g. diff.html")
 
 
 # Control and bidirectional characters a journal's object ids may hold, shown as \\uXXXX on a terminal.

@@ -158,6 +158,14 @@ class Exploration:
                 and not self.warnings)
 
     @property
+    def exit_code(self) -> int:
+        """``alarmkit explore``'s exit code: 1 when a run broke an invariant (a counterexample, a violation), 0 when
+        none did (usage errors exit 2 before any run). A run that raised out of the scenario's own script is said
+        in the report, not counted here: it was checked up to there, and what it showed broke nothing."""
+        broken = bool(self.counterexamples) or int(self.table["violations"].sum()) > 0
+        return 1 if broken else 0
+
+    @property
     def runs(self) -> int:
         return len(self.table)
 

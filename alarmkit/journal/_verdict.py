@@ -5,12 +5,17 @@ The checks are ``alarmkit.invariants`` (``check`` for a ``run_scenario`` result,
 journal's events). The verdict never claims more than was checked: "all obligations held (N checked)"
 only when N > 0; a run without declared obligations says that only the run-wide invariants ran; a
 run whose events could not be read says nothing was checked.
+
+Green only when something was checked and held, with nothing to warn of. A run that broke nothing but
+abandoned an alarm, left a broken facet, left obligations overdue, left rows its scenario says should be
+gone, held only because no fault hit an anti-pattern, or skipped an invariant it states (a worker drive
+without expectations) is amber: ``status == "warning"``, each warning named in a line starting ``!``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 import pandas as pd
@@ -18,10 +23,11 @@ import pandas as pd
 from .invariants import INVARIANTS, check, check_run
 from .._text import esc, fmt_ms
 
-__all__ = ["Verdict", "Finding", "verdict_of", "verdict_of_events", "NEEDS_OBLIGATIONS"]
+__all__ = ["Verdict", "Finding", "verdict_of", "verdict_of_events", "NEEDS_OBLIGATIONS", "STATUS_COLOUR"]
 
 # invariants that compare the run with its obligations; the others hold for any run
 NEEDS_OBLIGATIONS = ("lost", "early_effect", "late", "alarm_pushed_past_due", "dropped_wakeup")
+STATUS_COLOUR = {"held": "#1b6e3a", "warning": "#8a5a00", "broken": "#b00020", "unchecked": "#7a5a00"}
 SHOW_FINDINGS = 6  # the verdict names this many broken things; the rest are counted in one line
 
 
@@ -50,11 +56,33 @@ class Verdict:
     overdue: tuple[Finding, ...] = ()  # obligations not done at the end without a chance to do them (not broken)
     note: str = ""
     misses: tuple[dict, ...] = field(default=(), repr=False)  # due-but-never-ran obligations, for the timeline
+    warnings: tuple[Finding, ...] = ()  # not broken, but never green: an abandoned alarm, rows left, a skipped check
+
+    @property
+    def status(self) -> str:
+        """``broken`` (red), ``warning`` (amber: nothing broken, something to look at), ``held`` (green:
+        something was checked and held) or ``unchecked`` (nothing could be checked)."""
+        if self.held is None:
+            return "unchecked"
+        if self.held is False:
+            return "broken"
+        return "warning" if self.warnings or self.overdue else "held"
+
+    def with_warnings(self, extra: Iterable[Finding]) -> Verdict:
+        """This verdict with more warnings (the scenario's own: rows left, an anti-pattern that held)."""
+        extra = tuple(extra)
+        return replace(self, warnings=self.warnings + extra) if extra else self
 
     @property
     def headline(self) -> str:
         if self.held is None:
             return f"nothing was checked: {self.note}"
+        if self.status == "warning":
+            what = list(dict.fromkeys(f.invariant for f in self.warnings + self.overdue))
+            return f"WARNING, nothing broken but: {', '.join(what)} (each named below); {self._held_line()}"
+        return self._held_line()
+
+    def _held_line(self) -> str:
         inv = f"{len(self.invariants)} invariants"
         if self.held is False:
             n = len(self.findings)
@@ -74,6 +102,7 @@ class Verdict:
         if len(self.findings) > limit:
             rest = pd.Series([f.invariant for f in self.findings[limit:]]).value_counts()
             out.append("✗ … and " + ", ".join(f"{n} more {k}" for k, n in rest.items()))
+        out += [f"! {f.text}" for f in self.warnings[:limit]]
         out += [f"! {f.text}" for f in self.overdue[:limit]]
         if self.note and self.held is not None:
             out.append(self.note)
@@ -85,17 +114,20 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {"held": self.held, "headline": self.headline, "obligations": self.obligations,
                 "invariants": list(self.invariants), "findings": [f.to_dict() for f in self.findings],
-                "overdue": [f.to_dict() for f in self.overdue], "note": self.note}
+                "overdue": [f.to_dict() for f in self.overdue], "warnings": [f.to_dict() for f in self.warnings],
+                "status": self.status, "note": self.note, "lines": self.lines()}
 
     def html(self) -> str:
         """The verdict as an escaped HTML block (a report's first row, the widget's banner)."""
-        colour = {True: "#1b6e3a", False: "#b00020", None: "#7a5a00"}[self.held]
+        colour = STATUS_COLOUR[self.status]
         rows = [f'<div class="verdict-head" style="font-weight:600;color:{colour}">{esc(self.headline)}</div>']
         for line in self.lines()[1:]:
-            red = line.startswith("✗")
-            rows.append(f'<div class="{"verdict-broken" if red else "verdict-note"}" '
-                        f'style="color:{"#b00020" if red else "#555"}">{esc(line)}</div>')
-        return f'<div class="verdict" data-held="{esc(str(self.held).lower())}">{"".join(rows)}</div>'
+            red, amber = line.startswith("✗"), line.startswith("!")
+            cls = "verdict-broken" if red else "verdict-warning" if amber else "verdict-note"
+            rows.append(f'<div class="{cls}" style="color:{"#b00020" if red else "#8a5a00" if amber else "#555"}">'
+                        f'{esc(line)}</div>')
+        return (f'<div class="verdict" data-held="{esc(str(self.held).lower())}" data-status="{self.status}">'
+                f'{"".join(rows)}</div>')
 
     def _repr_html_(self) -> str:
         return self.html()
@@ -104,7 +136,17 @@ class Verdict:
 def verdict_of(result: Any) -> Verdict:
     """The verdict of a ``run_scenario`` result: ``ak.check`` over its obligations and every invariant."""
     report = check(result)
-    return _from_report(report, result.events, len(result.obligations))
+    events = result.events
+    summary = getattr(result, "summary", {}) or {}
+    stated = summary.get("expectations")
+    if stated == 0:  # a worker drive without "expect": the invariant had nothing to check
+        names = tuple(k for k in INVARIANTS if k != "expect")
+        v = _from_report(report, events, len(result.obligations), names)
+        return v.with_warnings([Finding("expect skipped", None, None,
+                                        "expect skipped: the drive states no expectations, so nothing was checked "
+                                        "at the end (an \"expect\" list in the drive says what must hold)")])
+    names = tuple(k for k in INVARIANTS if k != "expect" or stated)  # a scenario states no expectations
+    return _from_report(report, events, len(result.obligations), names)
 
 
 def verdict_of_events(events: pd.DataFrame, obligations: Iterable[Any] | None = None,
@@ -122,7 +164,7 @@ def verdict_of_events(events: pd.DataFrame, obligations: Iterable[Any] | None = 
     v = _from_report(report, events, 0, wanted)
     note = ("this run's obligations are not stored in the journal, so lost work was not checked; "
             "`alarmkit run SCENARIO` or ak.check(run_scenario(...)) checks them")
-    return Verdict(v.held, 0, v.invariants, v.findings, v.overdue, note)
+    return Verdict(v.held, 0, v.invariants, v.findings, v.overdue, note, warnings=v.warnings)
 
 
 def _from_report(report: Any, events: pd.DataFrame, n_obligations: int,
@@ -150,7 +192,40 @@ def _from_report(report: Any, events: pd.DataFrame, n_obligations: int,
             misses.append({"object": o["object"], "due_ms": o["due_ms"], "status": "overdue", "text": o["why"]})
     # the lost ones first (what the reader asked about), then in time order
     findings.sort(key=lambda f: (f.invariant != "lost", f.t_ms if f.t_ms is not None else -1))
-    return Verdict(not findings, n_obligations, names, tuple(findings), tuple(overdue), misses=tuple(misses))
+    return Verdict(not findings, n_obligations, names, tuple(findings), tuple(overdue), misses=tuple(misses),
+                   warnings=_event_warnings(events))
+
+
+def _event_warnings(events: pd.DataFrame) -> tuple[Finding, ...]:
+    """What a run that broke nothing still must not show green: each abandoned alarm (with the error it
+    failed with and any later revival), each object a broken facet or actor left unusable."""
+    out = []
+    if events is None or not len(events):
+        return ()
+    ev = events.sort_values("seq") if "seq" in events.columns else events
+    for _, row in ev[ev["kind"] == "abandoned"].iterrows():
+        obj = row["object_id"]
+        mine = ev[ev["object_id"].astype(object) == obj]
+        errs = mine[(mine["kind"] == "handler_error") & (mine["seq"] < row["seq"])]
+        err = ""
+        if len(errs):
+            d = _detail(errs.iloc[-1]["detail"])
+            msg = str(d.get("message") or "").strip().splitlines()
+            err = f" (last error {d.get('error', 'an error')}" + (f": {msg[0][:120]}" if msg else "") + ")"
+        n = _detail(row["detail"]).get("attempts", "its")
+        later = mine[(mine["kind"].isin(["revive", "revival"])) & (mine["seq"] > row["seq"])]
+        after = (f"; revived at {fmt_ms(int(later.iloc[0]['t_ms']))}" if len(later) else
+                 "; nothing ran it again, so the work it owed was not done")
+        out.append(Finding("abandoned", obj, int(row["t_ms"]),
+                           f"abandoned · {obj}: the platform gave up on its alarm after {n} attempts at "
+                           f"{fmt_ms(int(row['t_ms']))}{err}{after}"))
+    for _, row in ev[ev["kind"].isin(["facet_broken", "actor_broken"])].iterrows():
+        what = "facet" if row["kind"] == "facet_broken" else "actor"
+        reason = _detail(row["detail"]).get("reason") or _detail(row["detail"]).get("error") or ""
+        out.append(Finding(str(row["kind"]), row["object_id"], int(row["t_ms"]),
+                           f"{row['kind']} · {row['object_id']}: the {what} broke at {fmt_ms(int(row['t_ms']))}"
+                           + (f" ({str(reason)[:160]})" if reason else "")))
+    return tuple(out[:50])
 
 
 def _detail(text: Any) -> dict:

@@ -1,5 +1,6 @@
 """``alarmkit journal recover SPILL --db J``: the events a failed journal write spilled (``_spill.py``)
-written back into a journal."""
+written back into a journal. ``alarmkit journal runs --db J``: the journal's runs, one line each (id,
+scenario, profile, seed, events, complete), the ids ``alarmkit export --run ID`` and ``alarmkit diff`` take."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ._spill import read_spill
 from ..errors import AlarmkitError
 from . import EVENT_COLUMNS, Journal
 
-__all__ = ["recover", "add_arguments", "run_command"]
+__all__ = ["recover", "add_arguments", "run_command", "list_runs"]
 
 
 def recover(spill: str | os.PathLike, db: str | os.PathLike) -> dict[str, Any]:
@@ -82,9 +83,54 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                       "the spill file is left for you to delete.")
     rec.add_argument("spill", help="the spill file, e.g. journal.duckdb.unwritten-20260101T000000Z-123.jsonl")
     rec.add_argument("--db", required=True, help="the journal to write them into (the one the spill names)")
+    runs = jsub.add_parser("runs", help="list the journal's runs: id, scenario, profile, seed, events, complete",
+                           description="List the runs of a journal, one line each (read-only: the journal is not "
+                                       "changed), newest last; --json prints one JSON list.")
+    runs.add_argument("--db", required=True, help="the journal to read, e.g. journal.duckdb")
+    runs.add_argument("--json", action="store_true", help="print one JSON list")
+
+
+def list_runs(db: str | os.PathLike) -> list[dict[str, Any]]:
+    """The journal's runs (read-only), each with its event count."""
+    from pathlib import Path
+
+    if not Path(db).is_file():
+        raise AlarmkitError(f"no journal file {str(db)!r}; write one with `alarmkit demo --db FILE` or "
+                            "`alarmkit run SCENARIO --db FILE`")
+    j = Journal(db, read_only=True)
+    try:
+        counts = dict(j.con.execute("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall())
+        df = j.runs()
+    finally:
+        j.close()
+    out = []
+    for row in df.to_dict("records"):
+        rid = int(row["run_id"])
+        out.append({"run_id": rid, "scenario": row.get("scenario"), "profile": row.get("profile"),
+                    "seed": None if row.get("seed") is None else int(row["seed"]), "events": int(counts.get(rid, 0)),
+                    "complete": None if row.get("complete") is None else bool(row["complete"])})
+    return out
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.journal_command == "runs":
+        import json
+
+        runs = list_runs(args.db)
+        if args.json:
+            print(json.dumps(runs, default=str))
+            return 0
+        if not runs:
+            print(f"{args.db}: no runs")
+            return 0
+        width = max(len(str(r["scenario"])) for r in runs)
+        print(f"{'run':>5}  {'scenario':<{width}}  {'profile':<14} {'seed':>6} {'events':>9}  complete")
+        for r in runs:
+            done = {True: "yes", False: "no (cut short)", None: "?"}[r["complete"]]
+            print(f"{r['run_id']:>5}  {str(r['scenario']):<{width}}  {str(r['profile']):<14} {str(r['seed']):>6} "
+                  f"{r['events']:>9,}  {done}")
+        print(f"{len(runs)} run(s); `alarmkit export --db {args.db} --run ID` writes one as a report")
+        return 0
     done = recover(args.spill, args.db)
     added = f"; added run(s) {done['runs_added']} from the spill's header" if done["runs_added"] else ""
     print(f"wrote {done['events']:,} events from {args.spill} into {args.db} ({done['skipped']:,} already there{added}); "

@@ -73,7 +73,10 @@ def register(sub) -> None:
     rec = sub.add_parser("record", help="run your Durable Object class on local workerd under a driving script, journaled")
     rec.add_argument("--worker", required=True, help="your ES module file, e.g. src/worker.js")
     rec.add_argument("--class", dest="class_name", required=True, help="the Durable Object class it exports")
-    rec.add_argument("--script", required=True, help='driving script (JSON): {"steps": [...], "until_ms": N}')
+    rec.add_argument("--drive", dest="drive", default=None, metavar="FILE",
+                     help='the drive (JSON or TOML), the format of `alarmkit worker`: {"steps": [{"at": 0, "call": '
+                          '"LEDGER", "name": "a", "method": "grant", "args": [...]}], "until": N}')
+    rec.add_argument("--script", dest="script", default=None, metavar="FILE", help=argparse.SUPPRESS)  # old name
     rec.add_argument("--db", required=True, help="journal file to add the run to (made if new)")
     rec.add_argument("--out", default=None, help="folder to keep the raw tail.jsonl / stream.jsonl in")
     rec.add_argument("--json", action="store_true", help="print one JSON object")
@@ -100,7 +103,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     from .record import load_script, record
 
-    script = load_script(args.script)  # refused before workerd starts
+    if (args.drive is None) == (args.script is None):
+        raise AlarmkitError("record needs --drive FILE (the drive: the calls to make and until when)"
+                            if args.drive is None else "give --drive or its old name --script, not both")
+    from .._aliases import note
+
+    notes = []
+    if args.script is not None:
+        notes.append("--script is the old name of --drive (the one flag of worker, explore and record); it still works")
+    script = load_script(args.drive or args.script, notes)  # refused before workerd starts
+    for text in notes:  # printed after the command's output by alarmkit.cli, unless it fails with a usage error
+        note(args, text)
     journal = open_journal(args.db)
     try:
         result = record(args.worker, args.class_name, script, journal, out_dir=args.out)

@@ -6,10 +6,14 @@ workerd config, as workerd's ``samples/tail-workers`` do) forwards every TraceIt
 tail event to a collector in this process; the TraceItems are imported as one run
 (``importer.import_records``), so figures, reports and ``check_run`` read it like a simulated run.
 
-The driving script is JSON: ``{"steps": [{"at_ms": 0, "object": "ledger-1", "method": "grant",
-"args": ["lease-1", 1000], "owes": {"effect": "revoke", "key": "lease-1", "after_ms": 1000}}, ...],
-"until_ms": 5000}``: each step calls ``method(*args)`` on the object named ``object`` (by RPC) at
-``at_ms`` after the start; recording stops ``until_ms`` after the start. ``owes`` declares the
+The drive is the one drive format of ``alarmkit worker`` and ``explore --worker`` (``workers/drive.py``):
+``{"steps": [{"at": 0, "call": "LEDGER", "name": "ledger-1", "method": "grant", "args": ["lease-1", 1000],
+"owes": {"effect": "revoke", "key": "lease-1", "after_ms": 1000}}, ...], "until": 5000}``: each step calls
+``method(*args)`` on the object named ``name`` (by RPC) at ``at`` (or ``after`` the previous step) ms after
+the start; recording stops ``until`` ms after the start. ``call`` names a binding, as in the simulator;
+record binds the one class it runs, so only ``call`` steps are taken (``fetch``, ``restart``, ``evict`` and
+``expect`` are refused by name). The old record script (``at_ms``, ``object``, ``until_ms``) still reads,
+with a note on stderr (``load_script``). ``owes`` declares the
 obligation the call creates (checked by ``RecordResult.check()``): due ``after_ms`` after the
 moment the object's own clock read when the call reached it (the recorder's ``call`` line: in workerd
 ``Date.now()`` does not move while a method runs until it does I/O, so that is the time the method
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,7 @@ from ..errors import AlarmkitError
 from .importer import ImportResult, import_records, journal_run
 from .due import obligations as _obligations
 from .rawfiles import check_out, keep_raw
+from .drives import MAX_STEPS, check_text, from_drive, is_old_script, violation_text  # noqa: F401  (their old home)
 from .recproc import Collector, Session, check_worker, sigterm_raises
 from .._text import clean
 
@@ -39,7 +45,6 @@ JS_DIR = Path(__file__).resolve().parent / "js"
 LAB_DIR = JS_DIR / "lab"
 _IDENT = __import__("re").compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 STEP_TIMEOUT_S = 30.0  # a call that has not returned by then is named and the recording stopped
-MAX_STEPS = 10_000
 
 _CONFIG = """using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
@@ -153,8 +158,8 @@ class RecordResult:
                   for c in failed]
         owed = sum(1 for c in self.calls if c["step"].get("owes"))
         note = "" if owed else "; no step declares an obligation ('owes'), so no obligation was checked"
-        lines.append(f"  check: {report!r}{note}")
-        lines += [f"    {v.to_dict()}" for v in report.violations]
+        lines.append(f"  check: {check_text(report)}{note}")
+        lines += [f"    ✗ {violation_text(v)}" for v in report.violations]
         if self.due_from.count("entry worker"):
             lines.append(f"  due times: {self.due_from.count('entry worker')} obligation(s) timed by the entry worker "
                          "(no recorder call line matched), up to a few ms early")
@@ -165,16 +170,26 @@ class RecordResult:
         return lines
 
 
-def load_script(path: str | Path) -> dict:
+def load_script(path: str | Path, notes: list[str] | None = None) -> dict:
+    """Read a drive (``.json`` or ``.toml``) for ``record``: the drive format, or the old record script
+    (a note naming the file is appended to ``notes``). Returns the checked script in record's own terms."""
     p = Path(path)
     if not p.is_file():
-        raise AlarmkitError(f"no driving script {p}; write JSON like "
-                            '{"steps": [{"at_ms": 0, "object": "a", "method": "grant", "args": ["x", 1000]}], "until_ms": 5000}')
+        raise AlarmkitError(f"no drive file {p}; write JSON like "
+                            '{"steps": [{"at": 0, "call": "LEDGER", "name": "a", "method": "grant", "args": ["x", 1000]}], '
+                            '"until": 5000}')
     try:
-        script = json.loads(p.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+        text = p.read_bytes().decode("utf-8")
+        script = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as err:
-        raise AlarmkitError(f"driving script {p} is not UTF-8 JSON ({str(err)[:120]})") from None
-    return check_script(script, str(p))
+        kind = "TOML" if p.suffix == ".toml" else "JSON"
+        raise AlarmkitError(f"drive {p} is not UTF-8 {kind} ({str(err)[:120]})") from None
+    if is_old_script(script):
+        if notes is not None:
+            notes.append(f"{p} is in record's old script format (at_ms, object, until_ms): it still reads; the one "
+                         "drive format of worker, explore and record says at, call, name and until (docs/real-runs.md)")
+        return check_script(script, str(p))
+    return check_script(from_drive(script, str(p)), str(p))
 
 
 def _no_constant(name: str) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..runtime import Simulation
 
-__all__ = ["Scenario", "SCENARIOS", "RunResult", "scenario", "run_scenario", "list_scenarios", "check_params"]
+__all__ = ["Scenario", "SCENARIOS", "RunResult", "scenario", "run_scenario", "list_scenarios", "check_params", "attempt_text"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class Scenario:
     params: dict[str, Any] = field(default_factory=dict)
     faults: dict[str, Any] | None = None  # the fault plan a run gets when run_scenario is given none
     setup: str = ""  # Python lines a fresh script runs before ``run_scenario`` can find this scenario
+    demonstrates: str = ""  # one line: what the scenario shows (``alarmkit list``, its report); default: description
+    kind: str = ""  # correct | platform | failure | anti-pattern (``scenarios.demonstrates``); "" for your own
 
     def replay_setup(self) -> str:
         """What a replay script (explore's snippets) runs first: ``setup``, else ``import`` of the module
@@ -71,12 +73,20 @@ SCENARIOS: dict[str, Scenario] = {}
 
 
 def scenario(name: str, description: str, profile: str = "workerd", faults: dict[str, Any] | None = None,
-             setup: str = "") -> Callable:
+             setup: str = "", demonstrates: str = "", kind: str = "") -> Callable:
     """Register ``fn(sim, **params) -> dict`` under ``name``; its keyword defaults are its parameters.
     ``faults``: a fault plan as plain data (``FaultPlan.to_dict()``) that ``run_scenario`` applies when
     it is given no ``faults`` (the story needs the fault to happen); ``faults=FaultPlan()`` runs without.
     ``setup``: the Python lines a fresh script needs before it can run this scenario by name (explore's
-    replay snippets start with them); by default, ``import`` of the module that registered it."""
+    replay snippets start with them); by default, ``import`` of the module that registered it.
+    ``demonstrates``: one line saying what the scenario shows (``alarmkit list`` and its report print it);
+    ``kind="anti-pattern"`` marks a bug that shows only under faults: ``alarmkit demo`` then runs ``explore``
+    on it and its report shows the counterexample found."""
+    from .demonstrates import DEMONSTRATES, KINDS
+
+    if kind and kind not in KINDS:
+        raise ScenarioError(f"scenario {name!r}: kind must be one of {list(KINDS)} or empty, got {kind!r}")
+    known_kind, known_line = DEMONSTRATES.get(name, ("", ""))
 
     def register(fn: Callable[..., dict]) -> Callable[..., dict]:
         sig = inspect.signature(fn)
@@ -85,7 +95,8 @@ def scenario(name: str, description: str, profile: str = "workerd", faults: dict
             from ..runtime.faults import FaultPlan
 
             FaultPlan.from_dict(faults)  # a bad default plan fails here, at import, naming the field
-        SCENARIOS[name] = Scenario(name, description, fn, profile, params, faults, setup)
+        SCENARIOS[name] = Scenario(name, description, fn, profile, params, faults, setup,
+                                   demonstrates or known_line or description, kind or known_kind)
         return fn
 
     return register
@@ -142,8 +153,27 @@ class RunResult:
             return Verdict(None, 0, (), note="this result has no simulation to check; run it again with run_scenario")
         cached = self.__dict__.get("_verdict")
         if cached is None:
-            cached = self.__dict__["_verdict"] = verdict_of(self)
+            cached = self.__dict__["_verdict"] = verdict_of(self).with_warnings(self._scenario_warnings())
         return cached
+
+    def _scenario_warnings(self) -> list:
+        """The scenario's own warnings: rows it reports left (``rows_left``: work owed and never done) and,
+        for an anti-pattern that held without faults, that it held only because no fault hit it."""
+        from ..journal import Finding
+
+        out = []
+        left = self.summary.get("rows_left")
+        if left:
+            shown = ", ".join(str(x) for x in list(left)[:8]) + (f" … and {len(left) - 8} more" if len(left) > 8 else "")
+            out.append(Finding("rows left", None, None, f"rows left · {len(left)} row(s) still in the table at the end "
+                               f"({shown}): the scenario's work is to remove each one when it is due"))
+        sc = SCENARIOS.get(self.scenario)
+        hit = self.sim is not None and bool(self.events["kind"].isin(["fault", "crash", "restart"]).any())
+        if sc is not None and sc.kind == "anti-pattern" and not hit:
+            out.append(Finding("anti-pattern held without faults", None, None,
+                               f"anti-pattern held without faults · {sc.demonstrates}; its bug shows only under "
+                               f"faults: `alarmkit explore {self.scenario}` finds the plan that breaks it"))
+        return out
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -285,14 +315,64 @@ def _short(text: str) -> str:
 
 
 def summarize(events) -> dict:
-    """attempts (every alarm() invocation), effects per key, and the event count, from a run's events."""
-    fires = events[events["kind"] == "fire"]
-    attempts = [
-        {"t_ms": int(t), "retry_count": int(r), "object_id": o}
-        for t, r, o in zip(fires["t_ms"], fires["retry_count"], fires["object_id"])
-    ]
+    """attempts (every alarm() invocation), effects per key, and the event count, from a run's events.
+
+    Each attempt says how it ended: ``outcome`` is ``ok``, ``threw`` (``error``: the exception's type and
+    the first line of its message), ``abandoned`` (it threw and the platform gave up after it), ``crashed``
+    (the object died mid-run: a crash, a kill, a broken facet) or ``unfinished`` (the run ended first)."""
+    attempts: list[dict] = []
+    open_by_object: dict[Any, dict] = {}  # the object's alarm() run that has not ended yet
+    last_threw: dict[Any, dict] = {}  # the object's last attempt that threw (an ``abandoned`` row follows it)
+    wanted = events["kind"].isin(list(_ENDS) + ["fire", "abandoned"])
+    rows = events.loc[wanted, ["kind", "t_ms", "retry_count", "object_id", "detail"]]
+    for kind, t, r, o, detail in zip(rows["kind"], rows["t_ms"], rows["retry_count"], rows["object_id"], rows["detail"]):
+        if kind == "fire":
+            a = {"t_ms": int(t), "retry_count": int(r), "object_id": o, "outcome": "unfinished", "error": None}
+            attempts.append(a)
+            open_by_object[o] = a
+            continue
+        if kind == "abandoned":
+            a = last_threw.pop(o, None)
+            if a is not None:
+                a["outcome"] = "abandoned"
+            continue
+        a = open_by_object.pop(o, None)
+        if a is None:
+            continue
+        a["outcome"] = _ENDS[kind]
+        if kind == "handler_ok":
+            continue
+        a["error"] = _first_line(detail, kind)
+        if kind == "handler_error":
+            last_threw[o] = a
     eff = Counter()
     for d in events.loc[events["kind"] == "effect", "detail"]:
         e = json.loads(d)
         eff[str(e["key"])] += 1
     return {"attempts": attempts, "effects": dict(eff), "events": int(len(events))}
+
+
+# how an alarm() run ends, by the event that ends it
+_ENDS = {"handler_ok": "ok", "handler_error": "threw", "crash": "crashed", "facet_broken": "crashed",
+         "actor_broken": "crashed", "aborted": "crashed", "evict": "crashed"}  # an eviction mid-run kills it
+
+
+def attempt_text(a: dict) -> str:
+    """``ok``, ``threw InjectedError: boom``, ``abandoned after InjectedError: boom``: how an attempt ended."""
+    outcome = a.get("outcome", "unfinished")
+    if not a.get("error"):
+        return outcome
+    return f"{outcome} {'after ' if outcome == 'abandoned' else ''}{a['error']}"
+
+
+def _first_line(detail: Any, kind: str) -> str:
+    """``InjectedError: lab: the handler throws`` from a ``handler_error`` row's detail (or the crash's kind)."""
+    try:
+        d = json.loads(detail) if isinstance(detail, str) else {}
+    except ValueError:
+        d = {}
+    if not isinstance(d, dict):
+        d = {}
+    error = str(d.get("error") or d.get("reason") or kind)
+    message = str(d.get("message") or "").strip().splitlines()
+    return f"{error}: {message[0]}" if message else error

@@ -96,6 +96,7 @@ MEANING = {
     "evict": "idle eviction: nothing was running", "process death": "the process went away with work in flight "
     "(forced or injected eviction)",
     "obligation due, never ran": "the verdict: work that was due here never ran (hover says why)",
+    "expect_failed": "a drive's expectation about the end state did not hold (hover names it)",
 }
 
 

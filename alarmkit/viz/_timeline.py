@@ -60,6 +60,7 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "call": (GREY, "line-ns-open", 9, 1),
     "evict": (GREY, "x-thin-open", 9, 1),  # idle eviction: nothing was running
     DEATH: (VERMILION, "circle-x-open", 13, 1),  # the process went away with work in flight
+    "expect_failed": (VERMILION, "x-thin-open", 14, 1),  # a drive's expectation did not hold: never green
 }
 _LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
@@ -68,7 +69,7 @@ GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (S
 OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density map plus the notable events
 DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
 NOTABLE = {DUPLICATE, DEATH, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
-           "facet_broken", "actor_broken", "revival", "deploy"}  # drawn even in the zoomed-out overview
+           "facet_broken", "actor_broken", "revival", "deploy", "expect_failed"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800
 DENSITY_SCALE = [[0, "#eaf2fa"], [0.1, "#c6dbef"], [0.3, "#85b5da"], [0.6, "#3f7fbf"], [1, "#08306b"]]
 TICK_LIMIT = 60  # above this many lanes, only every k-th lane is named on the axis

@@ -28,8 +28,13 @@ from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
 from ..journal import verdict_of_events
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
+from .pages import (  # noqa: F401  (PLOTLY_TAG, is_plotly_js, check_plotly_js: their old home is this module)
+    INDEX, PLOTLY_TAG, about_rows, check_plotly_js, glossary_html, index_html, is_plotly_js, nav_html, summary_lines,
+    worker_title,
+)
 
-__all__ = ["check_plotly_js", "is_plotly_js", "export_folder", "export_html", "export_run", "report_html", "run_figures", "summary_rows"]
+__all__ = ["check_plotly_js", "is_plotly_js", "export_folder", "export_html", "export_run", "report_html", "run_figures",
+           "summary_lines", "summary_rows", "write_index"]
 
 # The page may run its own inline scripts (plotly; WebGL traces need eval) and nothing may be fetched.
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -239,11 +244,13 @@ def difference_line(runs: Mapping[str, pd.DataFrame], over_ms: int = 1_000) -> s
 
 def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
                 rows: Sequence[tuple[str, str, bool]] = (), plotlyjs: str = "inline",
-                clock: str = "virtual time", verdict: Any = None) -> str:
+                clock: str = "virtual time", verdict: Any = None, in_folder: bool = False,
+                links: Sequence[tuple[str, str]] = ()) -> str:
     """The page as a string: plotly.js once, inline (or, with ``plotlyjs=PLOTLY_FILE``, loaded from
     that file beside the page); every title and table cell escaped. ``clock`` names the time the
     figures show (a real run's report says wall-clock time). A ``verdict`` (``RunResult.verdict``) is
-    the table's first row, each broken obligation or invariant in red."""
+    the table's first row, each broken obligation or invariant in red. The page links the glossary of marks
+    at its foot, and (``in_folder``) the folder's ``index.html``."""
     from .._version import __version__
 
     figures = list(figures)
@@ -273,10 +280,10 @@ def report_html(figures: Sequence[go.Figure], title: str = "alarmkit report",
         f'<meta http-equiv="Content-Security-Policy" content="{CSP_SHARED if shared else CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title, 200)}</title><style>{_STYLE}</style>"
-        f"{head_js}</head>\n<body>\n"
+        f"{head_js}</head>\n<body>\n{nav_html(in_folder, links)}\n"
         f"<h1>{esc(title)}</h1>\n<p class=\"sub\">alarmkit {esc(__version__)} · {esc(clock)} · "
         "hover for details, drag to zoom, double-click to reset, click a legend entry to hide it</p>\n"
-        f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n</body></html>\n'
+        f'{"<table class=summary>" + table + "</table>" if table else ""}\n{body}\n{glossary_html()}\n</body></html>\n'
     )
 
 
@@ -305,7 +312,8 @@ def _run_info(result: dict) -> dict:
 
 def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, run: dict | None = None,
                 events: pd.DataFrame | None = None, violations: Iterable[Any] | None = None,
-                title: str | None = None, plotlyjs: str = "inline", verdict: Any = None) -> Path:
+                title: str | None = None, plotlyjs: str = "inline", verdict: Any = None,
+                about: Mapping[str, Any] | None = None) -> Path:
     """Write one self-contained HTML report; returns its path.
 
     ``figures_or_run`` is a figure or a list of figures (``run=``/``events=`` fill the summary), a
@@ -314,6 +322,8 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     ``plotlyjs=PLOTLY_FILE`` loads plotly.js from that file beside the page (see ``export_folder``).
     The verdict row comes first: a ``run_scenario`` result's own (``RunResult.verdict``), the one given
     as ``verdict=``, or, for events alone, the run-wide invariants (a journal holds no obligations).
+    Then (``about``: ``demonstrates``, ``rows``, ``links``) what the scenario demonstrates and more rows and
+    links, and for a worker run its entry file, drive and bindings.
     """
     figures: list[go.Figure] | None = None
     what = figures_or_run
@@ -326,7 +336,7 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
             raise AlarmkitError(f"run {what} needs journal=Journal(path) to read it from")
         run, events = journal.run(what), journal.events(what)
     elif hasattr(what, "to_dict") and hasattr(what, "sim"):  # a run_scenario RunResult
-        run = {**_run_info(what.to_dict()), **(run or {})}
+        run = {**_run_info(what.to_dict()), "params": dict(getattr(what, "params", None) or {}), **(run or {})}
         if verdict is None and what.sim is not None:
             verdict = what.verdict
         if journal is not None and what.run_id is not None:
@@ -351,12 +361,19 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     rows = summary_rows(events, run, violations) if events is not None else []
     if peers:
         rows.insert(4, ("compared with", difference_line({_label(run, "this run"): events, **peers}), False))
+    if about is None and run and run.get("scenario"):
+        from ..scenarios import SCENARIOS
+
+        sc = SCENARIOS.get(str(run["scenario"]))
+        about = {"demonstrates": sc.demonstrates} if sc is not None and run["scenario"] != "worker" else None
+    rows[:0] = about_rows(run or {}, about)
     if title is None:
-        title = f"{run.get('scenario', 'alarmkit')} · {_run_name(run)}" if run else "alarmkit report"
+        title = (worker_title(run) or f"{run.get('scenario', 'alarmkit')} · {_run_name(run)}") if run else "alarmkit report"
     out = check_output(path, ours=is_report, what="report", reading=_journal_file(journal))
     clock = "wall-clock time, from the run's first event" if real_run(run) else "virtual time"
-    return write_text(out, report_html(figures, title, rows, plotlyjs, clock, verdict), ours=is_report, what="report",
-                      reading=_journal_file(journal))
+    html = report_html(figures, title, rows, plotlyjs, clock, verdict, in_folder=plotlyjs == PLOTLY_FILE,
+                       links=(about or {}).get("links", ()))
+    return write_text(out, html, ours=is_report, what="report", reading=_journal_file(journal))
 
 
 def _journal_file(journal: Any) -> tuple:
@@ -364,42 +381,20 @@ def _journal_file(journal: Any) -> tuple:
     return (path,) if path else ()
 
 
-# The plotly.js alarmkit writes beside a folder of reports starts with this line, so a later export
-# knows the file is its own and may replace it; any other plotly.min.js (a user's pinned copy) is kept.
-PLOTLY_TAG = "/* plotly.min.js written by alarmkit beside its reports; alarmkit replaces it on the next export */\n"
-
-
-def is_plotly_js(path: str | Path) -> bool:
-    """Whether ``path`` is a plotly.min.js alarmkit wrote (its tag first)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(PLOTLY_TAG)).decode("utf-8", "replace") == PLOTLY_TAG
-    except OSError:
-        return False
-
-
-def check_plotly_js(folder: str | Path) -> Path:
-    """Check, before any work, that ``folder/plotly.min.js`` is missing or alarmkit's own; returns its path."""
-    js = Path(folder) / PLOTLY_FILE
-    if js.exists() and not is_plotly_js(js):
-        raise AlarmkitError(f"{str(js)!r} exists and was not written by alarmkit (a plotly.js of your own?); alarmkit "
-                            "replaces only its own: move it away or pass another --out folder")
-    return js
-
-
 def export_run(journal: Any, run_id: int, path: str | Path, violations: Iterable[Any] | None = None,
-               plotlyjs: str = "inline", verdict: Any = None) -> Path:
+               plotlyjs: str = "inline", verdict: Any = None, about: Mapping[str, Any] | None = None) -> Path:
     """``alarmkit export``: the report of one run of a journal (``verdict``: the run's, when the caller
     ran it and holds its obligations; else the run-wide invariants are checked)."""
     return export_html(int(run_id), path, journal=journal, violations=violations, plotlyjs=plotlyjs,
-                       verdict=verdict)
+                       verdict=verdict, about=about)
 
 
 def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, progress: Any = None,
-                  verdicts: Mapping[str, Any] | None = None) -> list[Path]:
+                  verdicts: Mapping[str, Any] | None = None, about: Mapping[str, Mapping] | None = None) -> list[Path]:
     """Write one report per ``{file name: run id}`` into ``folder`` and one ``plotly.min.js`` beside
     them, which every page loads (offline: nothing else is fetched). Returns the report paths.
-    ``progress`` wraps the items (e.g. ``tqdm``); ``verdicts`` maps a file name to its run's verdict."""
+    ``progress`` wraps the items (e.g. ``tqdm``); ``verdicts`` maps a file name to its run's verdict, ``about``
+    to what its page says first (``export_html``'s ``about``). Each page links ``index.html`` (``write_index`` writes it)."""
     from plotly.offline import get_plotlyjs
 
     folder = Path(folder)
@@ -413,6 +408,14 @@ def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, 
     if not js.exists() or js.read_text(encoding="utf-8") != text:
         write_text(js, text, ours=is_plotly_js, what="plotly.js", reading=_journal_file(journal))
     items = list(reports.items())
-    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE, verdict=(verdicts or {}).get(name))
-            for name, run_id in (progress(items) if progress else items)]
+    return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE, verdict=(verdicts or {}).get(name),
+                       about=(about or {}).get(name)) for name, run_id in (progress(items) if progress else items)]
+
+
+def write_index(folder: str | Path, entries: Sequence[Mapping[str, Any]], title: str = "alarmkit reports") -> Path:
+    """``folder/index.html``: one row per report (dicts: name, file, status, headline, lines, demonstrates,
+    kind), broken first. An existing index.html is replaced only if alarmkit wrote it."""
+    head = (f'{_HEAD}\n{GENERATOR}\n<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n')
+    return write_text(Path(folder) / INDEX, index_html(entries, head, title), ours=is_report, what="report index")
 

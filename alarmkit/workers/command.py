@@ -1,12 +1,13 @@
 """``alarmkit worker`` and ``alarmkit explore --worker``: the commands behind the CLI entries
 (``alarmkit/cli.py`` adds the parsers).
 
-    alarmkit worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
+    alarmkit worker --worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
                     [--db journal.duckdb] [--report out.html] [--seed N] [--profile P] [--json]
                     [--event-limit N] [--wall-limit S]
     alarmkit explore --worker src/entry.py --drive drive.json [--invariant expect] [--seeds N] ...
 
-Exit codes: 0 the run (or search) finished; 1 a drive expectation failed (``worker``); 2 a usage problem
+Exit codes: 0 the run (or search) found nothing broken; 1 a drive expectation failed or an invariant broke
+(``worker``), a violation was found (``explore``); 2 a usage problem
 (no such file or class, a syntax error in the module, a malformed drive), one line on stderr.
 Everything printed is free of control characters: a worker's own text (a response body, a log line,
 an error) is shown with them escaped.
@@ -51,8 +52,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("entry", nargs="?", default=None,
-                   help="the worker module (src/entry.py, or src/index.ts for the JS host); optional when --wrangler names main")
+    p.add_argument("--worker", dest="entry_flag", default=None, metavar="ENTRY",
+                   help="the worker module (src/entry.py, or src/index.ts for the JS host); optional when --wrangler "
+                        "names main (the same flag as explore --worker and record --worker)")
+    p.add_argument("entry", nargs="?", default=None, help="the old spelling of --worker ENTRY; still works")
     p.add_argument("--drive", required=True, metavar="FILE", help="drive script: requests and waits (.json or .toml)")
     _common(p)
     p.add_argument("--db", default=None, help="journal file (DuckDB) to append the run to; default: in memory")
@@ -132,6 +135,14 @@ def _run(args: argparse.Namespace) -> int:
     from .drive import load_drive
     from .runs import run_worker
 
+    if args.entry is not None and args.entry_flag is not None:
+        raise WorkerError("give the worker module once: --worker ENTRY (or the old positional ENTRY), not both")
+    if args.entry is not None:
+        from .._aliases import note
+
+        note(args, "the positional ENTRY is the old spelling of --worker ENTRY (one flag across worker, explore and "
+                   "record); it still works")
+    args.entry = args.entry or args.entry_flag
     _check_paths(args)
     if args.entry is None and args.wrangler is None:
         raise WorkerError("no worker module: pass ENTRY (e.g. src/entry.py) or --wrangler with main set")
@@ -144,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         result = run_worker(args.entry, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
                             compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile,
                             event_limit=args.event_limit, wall_limit_s=args.wall_limit)
+        verdict = result.verdict  # read while the journal is open (a journaled run's events live there)
         if report is not None:
             export_html(result, report)
     finally:
@@ -152,12 +164,14 @@ def _run(args: argparse.Namespace) -> int:
     summary = {"run_id": result.run_id, "seed": result.seed, "profile": result.profile, "events": result.event_count,
                "attempts": result.attempts, "requests": result["requests"], "failed": result["failed"],
                "pending": result["pending"], "expectations": result["expectations"],
-               "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result)}
+               "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
+               "verdict": verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
+               "bindings": _bindings(result)}
     if args.json:
         print(json.dumps(summary, default=str))
     else:
         print(_readable(summary, args, report))
-    return 1 if result["expect_failures"] else 0
+    return 1 if result["expect_failures"] or verdict.status == "broken" else 0
 
 
 def _precheck(args: argparse.Namespace, drive: Any) -> None:
@@ -171,14 +185,23 @@ def _precheck(args: argparse.Namespace, drive: Any) -> None:
     drive.check(worker)
 
 
+def _bindings(result: Any) -> dict:
+    """binding name -> class name, as the run used them (the wrangler file's and --bind's)."""
+    return dict(result.params.get("bindings") or {}) or {k: v for k, v in getattr(result.sim, "bindings", {}).items()
+                                                          if isinstance(v, str)}
+
+
 def _alarms(result: Any) -> dict:
     sim = result.sim
     return {k: (None if v is None else v - sim.start_ms) for k, v in sim.alarms().items()}
 
 
 def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
+    from ..scenarios.registry import attempt_text
+
     where = f"run {s['run_id']} in {clean(args.db, 120)}" if s["run_id"] is not None else "not journaled: --db FILE keeps it"
-    lines = [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
+    lines = ["verdict: " + "\n  ".join(s["verdict"]["lines"])] if s.get("verdict") else []
+    lines += [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
              f"{s['requests']} request{'s' * (s['requests'] != 1)}, {s['failed']} failed, {s['pending']} still running at the end"]
     for o in s["outcomes"]:
         end = f"-> {o['done_ms']} ms" if "done_ms" in o else "-> still running"
@@ -190,8 +213,9 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
             got = f"= {json.dumps(o.get('value'), default=str)}" if "value" in o else ""
         lines.append(clean(f"  {o['t_ms']:>9} ms  {o['what']}  {end}  {got}", 200))
     for a in s["attempts"]:
-        lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}", 200))
-    alarms = ", ".join(f"{k}: {v}" for k, v in s["final_alarms"].items()) or "no objects"
+        lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}  "
+                           f"{attempt_text(a)}", 300))
+    alarms = ", ".join(f"{k}: {'none' if v is None else f'{v} ms'}" for k, v in s["final_alarms"].items()) or "no objects"
     lines.append(clean(f"  alarms left: {alarms}", 400))
     for f in s["expect_failures"]:
         lines.append(clean(f"  EXPECT FAILED: {f}", 400))
@@ -248,4 +272,4 @@ def _explore(args: argparse.Namespace) -> int:
             print(clean(f"results: {result.out}", 400))
     for w in result.warnings:
         print(clean(f"alarmkit: warning: {w}", 600), file=sys.stderr)
-    return 0
+    return result.exit_code  # 1: a violation found; 0: none

@@ -43,7 +43,7 @@ MAX_MS = 2**53
 KINDS = ("fetch", "call", "restart", "evict")
 FIELDS = {
     "fetch": {"fetch", "method", "headers", "body", "at", "after", "retries", "retry_after"},
-    "call": {"call", "name", "method", "args", "at", "after", "retries", "retry_after"},
+    "call": {"call", "name", "method", "args", "at", "after", "retries", "retry_after", "owes"},  # owes: record's
     "restart": {"restart", "at", "after"},
     "evict": {"evict", "name", "at", "after"},
 }

@@ -161,7 +161,7 @@ def test_demo_twice_appends_keeps_other_files_and_says_what_it_did(tmp_path):
     keep.write_text("mine")
     first = alarmkit("demo", "--db", "journal.duckdb", "--out", "reports", cwd=tmp_path, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "to a new journal journal.duckdb" in first.stdout and "(runs 1-26)" in first.stdout
+    assert "to a new journal journal.duckdb" in first.stdout and "(runs 1-30)" in first.stdout
     con = duckdb.connect(str(tmp_path / "journal.duckdb"), read_only=True)
     first_events = con.execute("SELECT * FROM events ORDER BY run_id, seq").fetchall()
     con.close()
@@ -170,19 +170,20 @@ def test_demo_twice_appends_keeps_other_files_and_says_what_it_did(tmp_path):
 
     second = alarmkit("demo", "--db", "journal.duckdb", "--out", "reports", cwd=tmp_path, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
-    # 25 scenarios (order-handoff added) and 2854 events (2839 before the turn model and that scenario)
-    assert ("appended 2854 events from 26 runs (runs 27-52) of 25 scenarios to journal.duckdb, "
-            "which held 26 runs before (--fresh empties it first)") in second.stdout
+    # 25 scenarios and the run of the counterexample explore finds for each of the 4 anti-patterns that held:
+    # 30 runs (one scenario journals a second run beside its own), 3170 events (2854 before the counterexamples)
+    assert ("appended 3170 events from 30 runs (runs 31-60) of 25 scenarios to journal.duckdb, "
+            "which held 30 runs before (--fresh empties it first)") in second.stdout
     con = duckdb.connect(str(tmp_path / "journal.duckdb"), read_only=True)
-    assert con.execute("SELECT * FROM events WHERE run_id <= 26 ORDER BY run_id, seq").fetchall() == first_events
-    assert con.execute("SELECT count(*), max(run_id) FROM runs").fetchone() == (52, 52)
+    assert con.execute("SELECT * FROM events WHERE run_id <= 30 ORDER BY run_id, seq").fetchall() == first_events
+    assert con.execute("SELECT count(*), max(run_id) FROM runs").fetchone() == (60, 60)
     con.close()
     assert keep.read_text() == "mine"
     assert sorted(p.name for p in out.iterdir() if p.suffix != ".html") == ["notes.md", "plotly.min.js"]  # the one plotly.js the reports share
 
     third = alarmkit("demo", "--db", "journal.duckdb", "--out", "reports", "--fresh", cwd=tmp_path, timeout=600)
     assert third.returncode == 0, third.stderr[-3000:]
-    assert "emptied journal.duckdb as --fresh asked (52 earlier runs dropped), then wrote 2854 events" in third.stdout
+    assert "emptied journal.duckdb as --fresh asked (60 earlier runs dropped), then wrote 3170 events" in third.stdout
     con = duckdb.connect(str(tmp_path / "journal.duckdb"), read_only=True)
     assert con.execute("SELECT * FROM events ORDER BY run_id, seq").fetchall() == first_events
     con.close()

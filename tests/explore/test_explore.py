@@ -203,7 +203,7 @@ def test_bad_arguments_say_what_is_allowed(kwargs, message):
 
 
 def test_cli_explore_json_names_each_violation_with_plan_and_seed(capsys):
-    assert main(["explore", "lease-no-revival", "--seeds", "40", "--depth", "1", "--workers", "1", "--json"]) == 0
+    assert main(["explore", "lease-no-revival", "--seeds", "40", "--depth", "1", "--workers", "1", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["scenario"] == "lease-no-revival" and out["runs"] > 40
     (v,) = out["violations"]

@@ -51,7 +51,7 @@ def assert_clean(code: int, out: str, err: str) -> None:
     assert code in (0, 2), (code, out[-500:], err[-500:])
     assert "Traceback" not in err and "Traceback" not in out, err
     if code == 2:
-        lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("usage:", " "))]
+        lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("usage:", " ", "alarmkit: note: "))]
         assert len(lines) == 1 and lines[0].startswith("alarmkit: error: "), err
     assert not _bad_chars(out) and not _bad_chars(err), (_bad_chars(out), _bad_chars(err))
 

@@ -97,11 +97,11 @@ def test_explore(tmp_path_factory, data):
 
 @settings(max_examples=examples(20))
 @given(db=st.one_of(st.just("runs.duckdb"), paths()), run=st.one_of(st.sampled_from(["1", "2"]), number_text()),
-       out=st.one_of(st.just("run.html"), paths()))
-def test_export_html(tmp_path_factory, journal_with_runs, db, run, out):
+       out=st.one_of(st.just("run.html"), paths()), flag=st.sampled_from(["--report", "--out"]))
+def test_export_html(tmp_path_factory, journal_with_runs, db, run, out, flag):
     here = _folder(tmp_path_factory, journal_with_runs)
     before = snapshot(here)
-    o = run_main(["export", "--db", db, "--run", run, "--out", out], here)
+    o = run_main(["export", "--db", db, "--run", run, flag, out], here)  # --out: the old name, with a note
     check_outcome(o, before, snapshot(here), may_write=("run.html", "out.html"))
     assert snapshot(here).get("runs.duckdb") == before["runs.duckdb"]  # export only reads the journal
 
@@ -191,6 +191,22 @@ def test_journal_recover(tmp_path_factory, journal_with_runs, body, db):
     before = snapshot(here)
     o = run_main(["journal", "recover", "spill.jsonl", "--db", db], here)
     check_outcome(o, before, snapshot(here), may_write=("runs.duckdb", "new.duckdb"))
+
+
+@settings(max_examples=examples(20))
+@given(db=st.one_of(st.just("runs.duckdb"), paths()), as_json=st.booleans(),
+       body=st.one_of(st.none(), st.binary(max_size=200), st.sampled_from([b"", b"DUCK" * 100])))
+def test_journal_runs(tmp_path_factory, journal_with_runs, db, as_json, body):
+    """``journal runs --db``: any path or file body; it only reads (the journal is left as it was)."""
+    here = _folder(tmp_path_factory, journal_with_runs)
+    if body is not None:
+        (here / "odd.duckdb").write_bytes(body)
+        db = "odd.duckdb"
+    before = snapshot(here)
+    o = run_main(["journal", "runs", "--db", db] + (["--json"] if as_json else []), here)
+    check_outcome(o, before, snapshot(here))
+    if o.code == 0 and db == "runs.duckdb":
+        assert ("lease-normal" in o.out) and (json.loads(o.out) if as_json else True)
 
 
 # -- in a child, under resource limits: memory, leftovers, the slow successes ---------------------------------

@@ -36,6 +36,42 @@ _script = st.one_of(_val, st.fixed_dictionaries({"steps": st.one_of(st.lists(_st
                                                 optional={"until_ms": _val}))
 
 
+_drive_step = st.one_of(_val, st.fixed_dictionaries(
+    {"call": st.one_of(st.just("LEDGER"), _val), "name": st.one_of(st.just("a"), _val),
+     "method": st.one_of(st.just("grant"), st.just("no-such"), _val)},
+    optional={"at": _val, "after": _val, "args": _val, "owes": _owes, "fetch": _val, "retries": _val}),
+    st.fixed_dictionaries({"fetch": _val}, optional={"at": _val}), st.fixed_dictionaries({"restart": _val}))
+_drive = st.one_of(_val, st.fixed_dictionaries({"steps": st.one_of(st.lists(_drive_step, max_size=3), _val)},
+                                               optional={"until": _val, "expect": _val, "until_ms": _val}))
+
+
+def test_generated_drives_are_refused_before_workerd(tmp_path_factory, monkeypatch):
+    """The drive format (``--drive``, as ``alarmkit worker`` reads it), JSON or TOML: exit 2 with one line
+    (a note beside it only for the old format), no journal, no work folder."""
+    folder = tmp_path_factory.mktemp("hostile-record-drive")
+    work = folder / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    (folder / "bin.js").write_bytes(b"\xff\xfe\x00binary")
+    seen = []
+
+    @settings(max_examples=N_SCRIPTS, **SETTINGS)
+    @given(drive=_drive, suffix=st.sampled_from([".json", ".toml"]), worker=st.sampled_from(["nope.js", "bin.js"]),
+           raw=st.sampled_from([None, b"\xff\xfe{}", b"steps = 3\n", b"[[steps]]\nat = -1\n"]))
+    def one(drive, suffix, worker, raw) -> None:
+        path = folder / f"d{suffix}"
+        path.write_bytes(raw if raw is not None else json.dumps(drive).encode())
+        code, out, err = run_cli(["record", "--worker", worker, "--class", "LeaseLedger", "--drive", path.name,
+                                  "--db", "j.duckdb"], folder)
+        assert_clean(code, out, err)
+        assert code == 2 and not (folder / "j.duckdb").exists() and not list(work.iterdir())
+        seen.append(err.splitlines()[-1])
+        path.unlink()
+
+    one()
+    assert len(seen) == N_SCRIPTS
+
+
 def test_generated_scripts_are_refused_before_workerd(tmp_path_factory, monkeypatch):
     folder = tmp_path_factory.mktemp("hostile-record")
     work = folder / "tmp"

@@ -58,8 +58,9 @@ def check(rc: int, out: str, err: str) -> None:
     if rc == 2:
         lines = [x for x in err.splitlines() if x.startswith("alarmkit: error")]
         assert len(lines) == 1, err
-    if rc == 1:
-        assert "EXPECT FAILED" in out
+    if rc == 1:  # an expectation failed, the run's verdict is BROKEN, or explore found a counterexample
+        assert "EXPECT FAILED" in out or out.startswith("verdict: BROKEN") or '"violations": [{' in out \
+            or "shrunk from" in out
 
 
 @pytest.fixture
@@ -197,7 +198,7 @@ def test_explore_worker_from_the_cli_finds_the_outbox_bug(capsys):
                                 "--invariant", "expect", "--json"])
     check(rc, out, err)
     found = json.loads(out)
-    assert rc == 0 and [c["invariant"] for c in found["violations"]] == ["expect"] and found["runs_with_violations"] > 0
+    assert rc == 1 and [c["invariant"] for c in found["violations"]] == ["expect"] and found["runs_with_violations"] > 0
 
 
 def test_the_generated_drives_reach_the_worker(project, capsys):
@@ -258,3 +259,23 @@ def test_generated_wrangler_flags_define_alias(project, capsys, key, value):
     rc, out, err = run(capsys, ["worker", "--wrangler", str(project / "wrangler.jsonc"), "--drive", str(NB / "drive.json")])
     check(rc, out, err)
     assert snapshot(project) == before
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spelling=st.sampled_from(["flag", "positional", "both", "neither"]),
+       entry=st.sampled_from(["w.py", "missing.py", "", "dir/", "\x1b[2J.py", "w.py\u202e"]))
+def test_the_worker_module_by_flag_or_old_positional(capsys, project, spelling, entry):
+    """``--worker ENTRY`` (the one flag of worker, explore, record) or the old positional ENTRY (a note after the
+    output): any path, exit 0/1 or one line with exit 2; both at once is refused."""
+    d = project / "d.json"
+    d.write_text(json.dumps({"steps": [{"at": 0, "call": "BOX", "name": "a", "method": "put", "args": [1]}]}))
+    path = str(project / entry)
+    which = {"flag": ["--worker", path], "positional": [path], "both": [path, "--worker", path], "neither": []}[spelling]
+    rc, out, err = run(capsys, ["worker", *which, "--bind", "BOX=Box", "--drive", str(d)])
+    check(rc, out, err)
+    if spelling == "both":
+        assert rc == 2 and "not both" in err
+    if spelling == "neither":
+        assert rc == 2 and "no worker module" in err
+    if rc == 0:
+        assert ("the positional ENTRY is the old spelling of --worker" in err) == (spelling == "positional")

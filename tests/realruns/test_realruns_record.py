@@ -25,15 +25,17 @@ def _cli(*args, cwd):
 
 
 def test_record_cli_on_the_lease_ledger_checks_ok_and_reports(tmp_path, workerd_binary):
-    script = {"steps": [
-        {"at_ms": 0, "object": "ledger", "method": "grant", "args": ["a", 300], "owes": {"effect": "revoke", "key": "a", "due": "returned"}},
-        {"at_ms": 100, "object": "ledger", "method": "grant", "args": ["b", 900], "owes": {"effect": "revoke", "key": "b", "due": "returned"}},
-    ], "until_ms": 2000}
+    script = {"steps": [  # the drive format of `alarmkit worker` (call names the binding; record binds the class)
+        {"at": 0, "call": "LEDGER", "name": "ledger", "method": "grant", "args": ["a", 300], "owes": {"effect": "revoke", "key": "a", "due": "returned"}},
+        {"after": 100, "call": "LEDGER", "name": "ledger", "method": "grant", "args": ["b", 900], "owes": {"effect": "revoke", "key": "b", "due": "returned"}},
+    ], "until": 2000}
     (tmp_path / "drive.json").write_text(json.dumps(script))
-    out = _cli("record", "--worker", str(LAB_DIR / "lease.js"), "--class", "LeaseLedger", "--script", "drive.json",
+    out = _cli("record", "--worker", str(LAB_DIR / "lease.js"), "--class", "LeaseLedger", "--drive", "drive.json",
                "--db", "j.duckdb", "--out", "raw", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "check: <Report ok; 2/2 done, 0 lost, 0 stuck, 0 duplicated>" in out.stdout
+    assert "note" not in out.stderr
+    assert "check: no violation; 2 of 2 obligations done, 0 lost, 0 stuck, 0 duplicated" in out.stdout
+    assert "<Report" not in out.stdout and "{'" not in out.stdout  # words, not Python reprs
     assert (tmp_path / "raw" / "tail.jsonl").stat().st_size > 0
     with Journal(tmp_path / "j.duckdb") as j:
         ev = j.events(1)

@@ -11,6 +11,7 @@ in the JS host the whole turn runs inside one Python step, so no other event can
 
 from __future__ import annotations
 
+import json
 import weakref
 from typing import Any
 
@@ -68,6 +69,21 @@ def _tx(obj: Any, what: str) -> None:
         stack.pop().rollback()
 
 
+def _recorded_effect(obj: Any, text: Any) -> None:
+    """``effect(ctx, name, key)`` of ``recorded.js`` (a log line ``{"alarmkit":1,"ev":"effect",...}``): on real
+    workerd ``alarmkit record`` journals it as an ``effect``; here too, beside its console line, so a diff of
+    one module real against simulated sees the same effects (faults do not strike at it: it is a log line)."""
+    if not isinstance(text, str) or not text.startswith('{"alarmkit":1,"ev":"effect"'):
+        return
+    try:
+        line = json.loads(text)
+    except ValueError:
+        return
+    if isinstance(line, dict) and isinstance(line.get("name"), str):
+        host = obj.ctx._host
+        host.sim.log("effect", host, None, None, None, {"name": line["name"], "key": line.get("key")})
+
+
 def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imported: no cycle)
     """Apply one operation; returns the answer a read needs (None for a write)."""
     kind, iid = op[0], op[1]
@@ -78,6 +94,7 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
         obj = None if iid is None else bridge.instances.get(iid)
         if obj is not None and obj.ctx._host.ctx is obj.ctx:
             obj.ctx.journal_event("console", detail=detail)
+            _recorded_effect(obj, op[3])
         else:
             bridge.sim.journal_event("console", detail=detail)
         return None
