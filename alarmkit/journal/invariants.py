@@ -31,6 +31,11 @@ the violations of these invariants:
     forever, the backoff capped at 1024 s). Reported once per alarm with its cost: the alarm()
     invocations it took and the time it kept the object waking. Needs no obligation.
 
+``library_dropped``
+    A library (the Agents SDK, Actors) dropped one of its own schedules after its callback failed: a
+    ``lib_dropped`` event (``alarmkit.journal._library``). The platform saw ``alarm()`` succeed, so
+    neither its retries nor ``lost`` see it. Needs no obligation.
+
 Duplicates (an effect that ran more than once for one obligation) are reported, not violations:
 at-least-once delivery makes them expected; the effect must tolerate them.
 """
@@ -57,6 +62,7 @@ INVARIANTS = {
     "late": "an obligation was done more than max_late_ms after it was due",
     "runaway_retries": "one alarm was retried more than max_uncounted_retries times for uncounted failures",
     "expect": "a stated expectation about the end state did not hold (an expect_failed event: a worker drive's expect)",
+    "library_dropped": "a library (Agents SDK, Actors) dropped one of its own schedules after its callback failed",
 }
 # After the last fault, how long the platform may take before the object's work is done:
 # the longest retry backoff (2 << 9 s plus 25 % jitter, alarm-scheduler.h) plus the documented
@@ -246,6 +252,8 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
     if "expect" in wanted:  # journaled by whoever checked the end state (alarmkit.workers.drive)
         violations += [Violation("expect", r.object_id, r.t_ms, (r.detail or {}).get("message", "an expectation failed"))
                        for r in rows if r.kind == "expect_failed"]
+    if "library_dropped" in wanted:  # journaled by alarmkit.workers._libs from the library's own table
+        violations += [_library_drop(r) for r in rows if r.kind == "lib_dropped"]
     for row in table:
         del row["early"]
     violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))
@@ -429,6 +437,18 @@ class _Run:
                     f"alarm() finished at {_s(t)} with {len(owed)} obligation(s) owed, the first "
                     f"{first.effect}({first.key!r}) due at {_s(first.due_ms)}, and left {left}", first.key))
         return out
+
+
+def _library_drop(r: EventRow) -> Violation:
+    d = r.detail or {}
+    n = d.get("attempts")
+    tries = ("its callback was not found" if n == 0 else f"after {n} failed attempt{'s' if n != 1 else ''}"
+             if isinstance(n, int) else "after it failed")
+    due = f", due at {_s(r.scheduled_ms)}" if r.scheduled_ms is not None else ""
+    err = f": {d['error']}" if d.get("error") else ""
+    return Violation("library_dropped", r.object_id, r.t_ms,
+                     f"{d.get('library', 'a library')} dropped schedule {d.get('id')!s} ({d.get('callback')}{due}) at "
+                     f"{_s(r.t_ms)} {tries}{err}", d.get("id"))
 
 
 def _hours(ms: int) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ...runtime import DurableObject, Future
 from ...errors import Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsHostLost, JsValueError, WorkerUnsupported
 from .._base import Request, Response
+from .._libs import LibraryWatch
 from ._facet_ops import FACET
 from ._storage_ops import apply_op
 
@@ -177,6 +178,7 @@ class Bridge:
         self.facet_last: dict[tuple[int, str], int] = {}  # (parent iid, facet name) -> its newest stub number
         self.facet_classes: dict[str, type] = {}  # JS class name -> its class as a facet
         self.lost: str | None = None  # why the host is gone, once it is
+        self.libs = LibraryWatch(sim)  # the schedules libraries keep in their own tables (workers/_libs.py)
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
@@ -259,7 +261,11 @@ class Bridge:
                     proc.send({"ok": False, "error": _error_info(err)})
         except JsHostError as err:
             raise self._lost(err, msg) from None
-        self.apply(r)
+        try:
+            self.apply(r)
+        finally:
+            if self.libs.dirty:
+                self.libs.flush()
 
     def _lost(self, err: JsHostError, msg: dict) -> JsHostError:
         """The host is gone (it died, or ran ``answer_s`` without answering and was stopped). The event's

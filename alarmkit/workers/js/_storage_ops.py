@@ -73,6 +73,7 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
         obj = None if iid is None else bridge.instances.get(iid)
         if obj is not None and obj.ctx._host.ctx is obj.ctx:
             obj.ctx.journal_event("console", detail=detail)
+            bridge.libs.console(obj.ctx._host, op[3])
         else:
             bridge.sim.journal_event("console", detail=detail)
         return None
@@ -104,6 +105,7 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
     elif kind == "deleteAll":
         storage.delete_all()  # the runtime's: keys, tables, and the alarm where the compatibility date says so
     elif kind == "sql":
+        bridge.libs.sql(obj.ctx._host, op[2])  # a library's own schedule table: read when the turn ends
         return _sql(obj, op[2], op[3])
     elif kind == "dbsize":
         return len(_db(obj).conn.serialize())
