@@ -49,8 +49,8 @@ from typing import Any, Iterable, NamedTuple
 
 import pandas as pd
 
-__all__ = ["TABLES", "LIBRARY_NAMES", "Schedule", "table_rows", "failure_of", "schedule_rows", "library_schedules",
-           "mentions_library_table"]
+__all__ = ["TABLES", "LIBRARY_NAMES", "Schedule", "table_rows", "read_schedules", "library_failure", "schedule_rows",
+           "library_schedules", "mentions_library_table", "drop_message"]
 
 # table -> (library, the query reading its schedules as id, callback, type, due_ms, cron, capability)
 TABLES: dict[str, tuple[str, str]] = {
@@ -105,7 +105,35 @@ def table_rows(table: str, rows: Iterable[tuple]) -> dict[str, Schedule]:
     return out
 
 
-def failure_of(text: str) -> tuple[str, int | None, str] | None:
+_TABLES_SQL = ("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ("
+               + ", ".join(f"'{t}'" for t in TABLES) + ")")
+
+
+def read_schedules(conn: Any) -> dict[str, Schedule]:
+    """Every library schedule in an object's SQLite database (``sqlite3.Connection``), by ``table:id``."""
+    out: dict[str, Schedule] = {}
+    for (table,) in conn.execute(_TABLES_SQL).fetchall():
+        try:
+            rows = conn.execute(TABLES[table][1]).fetchall()
+        except Exception:  # noqa: BLE001 - a table of that name in another shape: not the library's
+            continue
+        for sid, s in table_rows(table, rows).items():
+            out[f"{table}:{sid}"] = s
+    return out
+
+
+def drop_message(d: dict, due_ms: int | None, t_ms: int) -> str:
+    """The verdict's line for a ``lib_dropped`` row (its detail ``d``)."""
+    n = d.get("attempts")
+    tries = ("its callback was not found" if n == 0 else f"after {n} failed attempt{'s' if n != 1 else ''}"
+             if isinstance(n, int) else "after it failed")
+    due = f", due at {due_ms / 1000:.3f} s" if due_ms is not None else ""
+    err = f": {d['error']}" if d.get("error") else ""
+    return (f"{d.get('library', 'a library')} dropped schedule {d.get('id')!s} ({d.get('callback')}{due}) at "
+            f"{t_ms / 1000:.3f} s {tries}{err}")
+
+
+def library_failure(text: str) -> tuple[str, int | None, str] | None:
     """``(callback, attempts, error)`` of a console line saying a library's callback failed, else None.
     ``attempts`` is None when the line does not say (Actors makes one attempt)."""
     m = _FAILED.search(text)
@@ -123,7 +151,7 @@ Row = tuple[str, int | None, int | None, int | None, dict]  # kind, scheduled_ms
 def schedule_rows(before: dict[str, Schedule], after: dict[str, Schedule], failures: list[tuple[str, int | None, str]],
                   now: int) -> list[Row]:
     """The journal rows for one object's schedules between two reads of its tables: ``failures`` are
-    the ``failure_of`` lines it wrote since the first read (consumed: a failure explains the first
+    the ``library_failure`` lines it wrote since the first read (consumed: a failure explains the first
     schedule of its callback that left or moved on). The one builder of ``lib_*`` rows."""
     rows: list[Row] = []
 

@@ -48,6 +48,7 @@ from typing import Any, Iterable
 from ..errors import AlarmkitError, InvalidValue
 from ._events import EventRow
 from ._frames import frame_rows
+from ._library import drop_message
 
 __all__ = ["Obligation", "Violation", "Report", "check", "check_run", "INVARIANTS", "DEFAULT_GRACE_MS",
            "DEFAULT_MAX_UNCOUNTED_RETRIES"]
@@ -253,7 +254,8 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
         violations += [Violation("expect", r.object_id, r.t_ms, (r.detail or {}).get("message", "an expectation failed"))
                        for r in rows if r.kind == "expect_failed"]
     if "library_dropped" in wanted:  # journaled by alarmkit.workers._libs from the library's own table
-        violations += [_library_drop(r) for r in rows if r.kind == "lib_dropped"]
+        violations += [Violation("library_dropped", r.object_id, r.t_ms, drop_message(r.detail or {}, r.scheduled_ms, r.t_ms),
+                                 (r.detail or {}).get("id")) for r in rows if r.kind == "lib_dropped"]
     for row in table:
         del row["early"]
     violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))
@@ -437,18 +439,6 @@ class _Run:
                     f"alarm() finished at {_s(t)} with {len(owed)} obligation(s) owed, the first "
                     f"{first.effect}({first.key!r}) due at {_s(first.due_ms)}, and left {left}", first.key))
         return out
-
-
-def _library_drop(r: EventRow) -> Violation:
-    d = r.detail or {}
-    n = d.get("attempts")
-    tries = ("its callback was not found" if n == 0 else f"after {n} failed attempt{'s' if n != 1 else ''}"
-             if isinstance(n, int) else "after it failed")
-    due = f", due at {_s(r.scheduled_ms)}" if r.scheduled_ms is not None else ""
-    err = f": {d['error']}" if d.get("error") else ""
-    return Violation("library_dropped", r.object_id, r.t_ms,
-                     f"{d.get('library', 'a library')} dropped schedule {d.get('id')!s} ({d.get('callback')}{due}) at "
-                     f"{_s(r.t_ms)} {tries}{err}", d.get("id"))
 
 
 def _hours(ms: int) -> str:

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..journal._library import TABLES, Schedule, failure_of, mentions_library_table, schedule_rows, table_rows
+from ..journal import Schedule, library_failure, mentions_library_table, read_schedules, schedule_rows
 
 __all__ = ["LibraryWatch"]
-
-_TABLES_SQL = ("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ("
-               + ", ".join(f"'{t}'" for t in TABLES) + ")")
 
 
 class LibraryWatch:
@@ -34,7 +31,7 @@ class LibraryWatch:
             self.dirty[host] = None
 
     def console(self, host: Any, text: str) -> None:
-        f = failure_of(text) if "callback" in text else None
+        f = library_failure(text) if "callback" in text else None
         if f is not None:
             self.failures.setdefault(host, []).append(f)
             self.dirty[host] = None
@@ -47,24 +44,10 @@ class LibraryWatch:
         for host in hosts:
             if host._db is None:
                 continue
-            now = self.read(host)
+            now = read_schedules(host.db.conn)
             before = self.known.get(host, {})
             failures = self.failures.get(host, [])
             for kind, sched, prev, retry, detail in schedule_rows(before, now, failures, self.sim.now):
                 self.sim.log(kind, host, sched, prev, retry, detail)
             self.known[host] = now
             del failures[:-20]  # a failure line no schedule left after is kept a while, not for ever
-
-    @staticmethod
-    def read(host: Any) -> dict[str, Schedule]:
-        conn = host.db.conn
-        out: dict[str, Schedule] = {}
-        for (table,) in conn.execute(_TABLES_SQL).fetchall():
-            try:
-                rows = conn.execute(TABLES[table][1]).fetchall()
-            except Exception:  # noqa: BLE001 - a table of that name in another shape: not the library's
-                continue
-            for sid, s in table_rows(table, rows).items():
-                out[f"{table}:{sid}"] = s
-        return out
-

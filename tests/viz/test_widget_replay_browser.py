@@ -109,7 +109,7 @@ def test_the_explorer_replays_the_run(lab, tmp_path):
             assert abs(first["svgWidth"] - first["boxWidth"]) <= 3 and first["svgWidth"] > 900, first
             print(f"explorer at first draw: plot {first['svgWidth']} px in a {first['boxWidth']:.0f} px box")
             verdict = explorer.locator(".alarmkit-verdict .verdict-head").inner_text()
-            assert verdict.startswith("no obligations declared, so none checked; 4 run-wide invariants checked"), verdict
+            assert verdict.startswith("no obligations declared, so none checked; 5 run-wide invariants checked"), verdict
             explorer.screenshot(path=str(shots / "explorer-nb06.png"))
             for t_ms in (40_000, 11_000, busy):
                 _set_slider(page, explorer, t_ms)

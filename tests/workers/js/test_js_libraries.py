@@ -9,7 +9,7 @@ import alarmkit as ak
 import pandas as pd
 import pytest
 from alarmkit.journal import library_schedules, verdict_of_events
-from alarmkit.journal._library import failure_of, schedule_rows, table_rows
+from alarmkit.journal._library import library_failure, schedule_rows, table_rows
 from alarmkit.plots import timeline
 from alarmkit.workers.js import load
 
@@ -107,10 +107,10 @@ def test_builder_reads_each_table_format():
     assert (jobs["j"].due_ms, jobs["j"].type, jobs["j"].callback) == (1_500, "scheduled", "send")
     odd = table_rows("cf_agents_jobs", [("k", "f", "not json", None, "tasks")])
     assert (odd["k"].type, odd["k"].due_ms, odd["k"].capability) == ("job", 0, "tasks")
-    assert failure_of('error executing callback "send" after 3 attempts Error: x') == ("send", 3, "Error: x")
-    assert failure_of('error executing callback "send" TypeError: y') == ("send", None, "TypeError: y")
-    assert failure_of("callback nope not found") == ("nope", 0, "callback nope not found")
-    assert failure_of("hello") is None
+    assert library_failure('error executing callback "send" after 3 attempts Error: x') == ("send", 3, "Error: x")
+    assert library_failure('error executing callback "send" TypeError: y') == ("send", None, "TypeError: y")
+    assert library_failure("callback nope not found") == ("nope", 0, "callback nope not found")
+    assert library_failure("hello") is None
     # a failure whose callback never left the table explains nothing; a row that left before due was cancelled
     rows = schedule_rows(jobs, {}, [("other", 3, "E")], now=1_000)
     assert [r[0] for r in rows] == ["lib_cancelled"]
