@@ -107,8 +107,9 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
     elif kind == "sql":
         bridge.libs.sql(obj.ctx._host, op[2])  # a library's own schedule table: read when the turn ends
         return _sql(obj, op[2], op[3])
-    elif kind == "dbsize":
-        return len(_db(obj).conn.serialize())
+    elif kind == "dbsize":  # pages x page size, as the Python host's databaseSize (serialize() fails on an empty one)
+        conn = _db(obj).conn
+        return conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
     elif kind == "getAlarm":
         return obj.ctx._host.visible_alarm()
     elif kind == "tx":

@@ -20,6 +20,9 @@ import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from
 import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
 import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
 import { facetIds, setModule } from "./facets.mjs";
+import { GLOBALS, refuseMissing } from "./surface.mjs";
+
+refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
 
 const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
 let mod = null;

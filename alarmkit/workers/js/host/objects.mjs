@@ -3,6 +3,7 @@
 import { S, attempt, clone, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
+import { CTX, SQL, STORAGE, refuseMissing } from "./surface.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -76,6 +77,9 @@ class SqlStorage {
   }
   get databaseSize() {
     return syncOp(["dbsize", this._iid]);
+  }
+  get Cursor() {
+    return SqlCursor;
   }
 }
 
@@ -211,6 +215,12 @@ export class DurableObjectState {
     // ctx.facets where the simulation's profile has facets (workerd's do; celld's has none)
     if (facets) this.facets = new DurableObjectFacets(iid);
     this.exports = exportsObject;
+    // as workerd gives an object started by a stub without props and configured without a container
+    this.props = undefined;
+    this.container = undefined;
+    refuseMissing(this, CTX, "ctx");
+    refuseMissing(this.storage, STORAGE, "ctx.storage");
+    refuseMissing(this.storage.sql, SQL, "ctx.storage.sql");
   }
   blockConcurrencyWhile(fn) {
     const p = attempt(fn);
