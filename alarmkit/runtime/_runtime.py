@@ -180,12 +180,13 @@ class Simulation(AlarmDelivery):
     worker_loader: Callable[..., Any] | None = None
 
     def load_worker(self, path: Any = None, bindings: dict | None = None, wrangler: Any = None,
-                    compatibility_date: str | None = None) -> Any:
+                    compatibility_date: str | None = None, compatibility_flags: Any = None) -> Any:
         """Load a Cloudflare Worker's module (``.py``; ``.js``/``.ts`` with the JS host) unchanged; its
-        Durable Objects become objects of this simulation. Returns a ``Worker`` (docs/workers.md)."""
+        Durable Objects become objects of this simulation. Returns a ``Worker`` (docs/workers.md).
+        ``compatibility_flags`` (default: the wrangler file's) as wrangler's, e.g. ``["nodejs_compat"]``."""
         if Simulation.worker_loader is None:
             raise AlarmkitError("alarmkit.workers is not loaded: import alarmkit.workers first")
-        return Simulation.worker_loader(self, path, bindings, wrangler, compatibility_date)
+        return Simulation.worker_loader(self, path, bindings, wrangler, compatibility_date, compatibility_flags)
 
     def hosts(self) -> list[Host]:
         return [h for ns in self.namespaces.values() for h in ns.hosts.values()]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import AlarmkitError, WorkerError
 from ._base import RefusedBinding, Var, Worker
-from .wrangler import read_wrangler
+from .wrangler import read_dev_vars, read_wrangler
 
 __all__ = ["load_worker", "example", "SUFFIXES"]
 
@@ -17,18 +17,22 @@ SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js
 
 
 def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None = None,
-                wrangler: str | Path | None = None, compatibility_date: str | None = None) -> Worker:
+                wrangler: str | Path | None = None, compatibility_date: str | None = None,
+                compatibility_flags: list[str] | tuple[str, ...] | None = None) -> Worker:
     """Load the worker module at ``path`` into ``sim`` (see the module docstring); ``WorkerError`` when
     the file, a class or a binding is missing or wrong, or the module does not import."""
     merged: dict[str, Any] = {}
     compat = None
+    flags: list[str] = []
     cfg = None
     if wrangler is not None:
         cfg = read_wrangler(wrangler)
         merged.update(cfg.durable_objects)
         merged.update({k: Var(v) for k, v in cfg.vars.items()})
+        merged.update({k: Var(v) for k, v in read_dev_vars(Path(cfg.path).parent).items()})
         merged.update({name: RefusedBinding(name, what) for name, what in cfg.other.items()})
         compat = cfg.compatibility_date
+        flags = list(cfg.compatibility_flags)
         if path is None and cfg.main:
             path = Path(cfg.path).parent / cfg.main
     if bindings is not None:
@@ -42,6 +46,11 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
                           f"{', '.join(repr(k)[:40] for k in odd[:5])}")
     if compatibility_date is not None:
         compat = compatibility_date
+    if compatibility_flags is not None:
+        if isinstance(compatibility_flags, str) or not all(isinstance(f, str) for f in compatibility_flags):
+            raise WorkerError(f"compatibility_flags is a list of flag names such as ['nodejs_compat'], got "
+                              f"{compatibility_flags!r:.60}")
+        flags = list(compatibility_flags)
     compat = _compat(compat or sim.profile.compatibility_date)
     if compat != sim.profile.compatibility_date:  # the runtime's date-gated rules (ctx.id.name) follow the worker's
         try:
@@ -67,6 +76,8 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
             raise  # the host is there and something it imports is not: its own error says what
         raise WorkerError(f"{p.name}: the {lang} worker host (alarmkit.workers.{lang}) is not installed in this "
                           "alarmkit; load a Python worker (.py) instead") from None
+    if lang == "js":
+        return host.load(sim, p, merged, compat, flags)
     return host.load(sim, p, merged, compat)
 
 

@@ -2,6 +2,9 @@
 needs from it (``main``, ``compatibility_date``, the Durable Object bindings, ``vars``) and the
 bindings it cannot run (KV, R2, D1, queues, services...), so a worker touching one is refused by name.
 
+``.dev.vars`` beside the file (wrangler dev's secrets and local vars, dotenv lines ``NAME=value``) is
+read too; its values are text and override ``vars`` of the same name, as wrangler's do.
+
 Only the top-level environment is read (``env.<name>`` sections are ignored, as ``wrangler dev``
 without ``--env`` does). Never evaluated: JSON with comments and trailing commas, or TOML (tomllib).
 """
@@ -16,7 +19,7 @@ from typing import Any
 
 from ..errors import WorkerError
 
-__all__ = ["WranglerConfig", "read_wrangler", "OTHER_BINDINGS"]
+__all__ = ["WranglerConfig", "read_wrangler", "read_dev_vars", "OTHER_BINDINGS"]
 
 MAX_CONFIG = 1 << 20  # 1 MiB: a wrangler file is a few KiB
 
@@ -40,11 +43,13 @@ SINGLE_BINDINGS = {"ai": "Workers AI binding", "browser": "Browser Rendering bin
 @dataclass
 class WranglerConfig:
     """What a wrangler file says: ``durable_objects`` (binding -> class name), ``vars`` (binding -> value),
-    ``other`` (binding -> what it is, e.g. ``"KV namespace"``), ``main``, ``compatibility_date``."""
+    ``other`` (binding -> what it is, e.g. ``"KV namespace"``), ``main``, ``compatibility_date``,
+    ``compatibility_flags``."""
 
     path: str
     main: str | None = None
     compatibility_date: str | None = None
+    compatibility_flags: list[str] = field(default_factory=list)
     durable_objects: dict[str, str] = field(default_factory=dict)
     vars: dict[str, Any] = field(default_factory=dict)
     other: dict[str, str] = field(default_factory=dict)
@@ -115,6 +120,11 @@ def _config(where: str, data: dict) -> WranglerConfig:
         if value is not None and not isinstance(value, str):
             raise WorkerError(f"{where}: {key} must be text, got {value!r:.60}")
         setattr(cfg, key, value)
+    flags = data.get("compatibility_flags", [])
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise WorkerError(f"{where}: compatibility_flags must be a list of flag names such as [\"nodejs_compat\"], "
+                          f"got {flags!r:.60}")
+    cfg.compatibility_flags = list(flags)
     dobj = data.get("durable_objects", {})
     bindings = dobj.get("bindings", []) if isinstance(dobj, dict) else None
     if not isinstance(bindings, list):
@@ -144,3 +154,37 @@ def _config(where: str, data: dict) -> WranglerConfig:
         if isinstance(e, dict) and isinstance(e.get("binding"), str):
             cfg.other[e["binding"]] = what
     return cfg
+
+
+def read_dev_vars(folder: str | Path) -> dict[str, str]:
+    """``.dev.vars`` in ``folder`` (none: ``{}``): ``NAME=value`` lines, ``#`` comments, an optional
+    ``export``, values in single quotes (as written) or double quotes (``\\n`` is a newline), never
+    evaluated. ``WorkerError`` naming the line that is not ``NAME=value``."""
+    p = Path(folder) / ".dev.vars"
+    if not p.is_file():
+        return {}
+    if p.stat().st_size > MAX_CONFIG:
+        raise WorkerError(f"{p} is {p.stat().st_size:,} bytes, past the {MAX_CONFIG:,} a .dev.vars file may be")
+    try:
+        text = p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkerError(f"cannot read {p}: {err}") from None
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        name, sep, value = line.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name.isidentifier():
+            raise WorkerError(f"{p}, line {n}: expected NAME=value (NAME an identifier), got {line!r:.60}")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            quote, value = value[0], value[1:-1]
+            if quote == '"':
+                value = value.replace("\\n", "\n")
+        else:
+            value = value.split(" #", 1)[0].rstrip()
+        out[name] = value
+    return out

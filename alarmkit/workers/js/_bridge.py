@@ -41,6 +41,9 @@ def _js_error(info: dict) -> JsError:
     return JsError(f"{info.get('name', 'Error')}: {info.get('message', '')}", info.get("name", "Error"), info.get("stack", ""))
 
 
+# workerd's names no RPC reaches (src/workerd/api/worker-rpc.c++, isReservedName); fetch is a stub's own
+RESERVED = frozenset({"connect", "alarm", "webSocketMessage", "webSocketClose", "webSocketError", "dup", "constructor"})
+
 # an alarm event's JSON, formatted (see Bridge.event): iid, retry count, scheduled time, pid, now
 _ALARM = '{"t":"alarm","iid":%d,"info":[%d,%d],"pid":%d,"now":%d}'
 
@@ -85,7 +88,16 @@ def _settle(fut: Future, ok: bool, value: Any) -> None:
 
 
 def _response(d: dict) -> Response:
+    if d.get("status") == 101:  # a WebSocket upgrade: the socket's end stays in JS (websocket.mjs), named by a number
+        res = Response(None, status=200, headers=d.get("headers"))
+        res.status, res.websocket = 101, d.get("ws")
+        return res
     return Response(d.get("body"), status=d.get("status", 200), headers=d.get("headers"))
+
+
+def _fetched(res: Response) -> dict:
+    """A stub's ``fetch`` answer as the pipe carries it back into JS (a 101's socket by its number)."""
+    return {"status": res.status, "headers": res.headers.items(), "body": res.text(), "ws": getattr(res, "websocket", None)}
 
 
 def _request_dict(req: Request) -> dict:
@@ -182,8 +194,8 @@ class Bridge:
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}
-        for m in methods:
-            if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier():  # the first two forward themselves
+        for m in methods:  # alarm and fetch forward themselves; a name of the Python class's own is not routed
+            if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier() and not hasattr(JsObject, m):
                 body[m] = _rpc_method(m)
         if "alarm" not in methods:  # a class without alarm(): workerd refuses setAlarm outside its constructor
             body["alarm"] = None
@@ -402,7 +414,7 @@ class Bridge:
             if method == "fetch":
                 d = args[0]
                 res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
-                return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
+                return _fetched(res)
             return await getattr(stub, method)(*args)
         if binding in self.services or binding in self.objects:  # a stub the user gave
             if obj is not None:  # an object's outbound call is a declared effect: journaled, and faults strike there
@@ -415,10 +427,16 @@ class Bridge:
                 await obj.ctx.effect(binding, key_of, method=args[0]["method"] if method == "fetch" else method)
             return await self._python_binding(binding, method, args)
         stub = self.sim.namespaces[binding].get(key)
+        if method in RESERVED:
+            raise TypeError(f"'{method}' is a reserved method and cannot be called over RPC.")
+        if method.startswith("_"):  # callable in workerd; the Python stub keeps `_` names its own
+            if not callable(stub._host.namespace.cls.__dict__.get(method)):
+                raise TypeError(f'The RPC receiver does not implement the method "{method}".')
+            return await self.sim.rpc(stub._host, method, tuple(args), {})
         if method == "fetch":
             d = args[0]
             res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
-            return {"status": res.status, "headers": res.headers.items(), "body": res.text()}
+            return _fetched(res)
         return await getattr(stub, method)(*args)
 
     async def _python_binding(self, binding: str, method: str, args: list) -> Any:

@@ -13,15 +13,16 @@ from alarmkit.workers.js import load
 # what the host implements and what it refuses by name (alarmkit/workers/js/host/surface.mjs), per interface;
 # a member moving from one set to the other is a change of the host's surface: say it in docs/workers.md
 IMPLEMENTED = {
-    "ctx": ["abort", "blockConcurrencyWhile", "container", "exports", "facets", "id", "props", "storage", "waitUntil"],
+    "ctx": ["abort", "acceptWebSocket", "blockConcurrencyWhile", "container", "exports", "facets",
+            "getHibernatableWebSocketEventTimeout", "getTags", "getWebSocketAutoResponse",
+            "getWebSocketAutoResponseTimestamp", "getWebSockets", "id", "props", "setHibernatableWebSocketEventTimeout",
+            "setWebSocketAutoResponse", "storage", "waitUntil"],
     "storage": ["delete", "deleteAlarm", "deleteAll", "get", "getAlarm", "kv", "list", "put", "setAlarm", "sql", "sync",
                 "transaction", "transactionSync"],
     "sql": ["Cursor", "databaseSize", "exec"],
 }
 REFUSED = {
-    "ctx": ["acceptWebSocket", "getHibernatableWebSocketEventTimeout", "getTags", "getWebSocketAutoResponse",
-            "getWebSocketAutoResponseTimestamp", "getWebSockets", "setHibernatableWebSocketEventTimeout",
-            "setWebSocketAutoResponse"],
+    "ctx": [],
     "storage": ["getBookmarkForTime", "getCurrentBookmark", "onNextSessionRestoreBookmark"],
     "sql": ["Statement"],
 }

@@ -1,6 +1,8 @@
 // `cloudflare:workers` as alarmkit's JavaScript host provides it: the base classes a user's module
-// extends and the module-level `env` (workerd: src/cloudflare/internal/workers.d.ts; src/workerd/api/
+// extends, the module-level `env` and `exports` (workerd: src/cloudflare/internal/workers.d.ts; src/workerd/api/
 // worker-rpc.c++ for DurableObject and WorkerEntrypoint). host.mjs fills `env` once the module loads.
+
+import { waitFor } from "./sandbox.mjs";
 
 export class DurableObject {
   constructor(ctx, env) {
@@ -19,3 +21,12 @@ export class WorkerEntrypoint {
 export class RpcTarget {}
 
 export const env = {};
+
+// the module's own exports as workerd's loopback bindings (ctx.exports too): a Durable Object class
+// bound in the config is its namespace; any other exported class a DurableObjectClass (facets.mjs)
+export const exports = {};
+
+// workerd's `waitUntil` from cloudflare:workers: the promise is kept alive past the event
+export function waitUntil(promise) {
+  waitFor("waitUntil", Promise.resolve(promise));
+}

@@ -23,12 +23,12 @@ export class DurableObjectClass {
 
 export let exportsObject = Object.freeze({});
 
-export function setModule(m, b, methods) {
+export function setModule(m, b, methods, namespaces = {}) {
   mod = m;
   bindings = b;
   methodsOf = methods;
   const out = {};
-  for (const [k, v] of Object.entries(m)) if (typeof v === "function" && k !== "default") out[k] = new DurableObjectClass(k);
+  for (const [k, v] of Object.entries(m)) if (typeof v === "function" && k !== "default") out[k] = namespaces[k] || new DurableObjectClass(k);
   exportsObject = Object.freeze(out);
 }
 

@@ -14,12 +14,14 @@
 // Math.random and crypto.getRandomValues/randomUUID come from the simulation's clock and seed.
 
 import { setImmediate as nodeSetImmediate } from "node:timers";
-import { pathToFileURL } from "node:url";
 import * as cfw from "./cloudflare-workers.mjs";
+import { bundle } from "./bundle.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
 import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
 import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
-import { facetIds, setModule } from "./facets.mjs";
+import { exportsObject, facetIds, setModule } from "./facets.mjs";
+import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
+import "./globals.mjs";
 import { GLOBALS, refuseMissing } from "./surface.mjs";
 
 refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
@@ -28,42 +30,21 @@ const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
 let mod = null;
 let env = null;
 const instances = new Map(); // iid -> {obj, ctx}
+installHibernation(DurableObjectState);
+setObjectLookup((iid) => (instances.get(iid) || {}).obj || null);
 
+// workerd's RPC names (src/workerd/api/worker-rpc.c++, isReservedName): the methods of the class's
+// prototype chain, `_`-prefixed ones included; fetch and alarm are listed (Python forwards them itself)
+const RESERVED = new Set(["constructor", "connect", "webSocketMessage", "webSocketClose", "webSocketError", "dup"]);
 function methodsOf(cls) {
   const names = new Set();
   for (let p = cls.prototype; p && p !== Object.prototype && p !== cfw.DurableObject.prototype; p = Object.getPrototypeOf(p)) {
     for (const n of Object.getOwnPropertyNames(p)) {
-      if (n !== "constructor" && !n.startsWith("_") && typeof Object.getOwnPropertyDescriptor(p, n).value === "function") names.add(n);
+      const d = Object.getOwnPropertyDescriptor(p, n);
+      if (!RESERVED.has(n) && typeof d.value === "function") names.add(n);
     }
   }
   return [...names].sort();
-}
-
-// The module as wrangler bundles it: esbuild, ES module output, TypeScript stripped (no type check,
-// as wrangler), `cloudflare:workers` resolved to this host's copy.
-async function bundle(entry, esbuildPath) {
-  const esbuild = await import(pathToFileURL(esbuildPath).href);
-  const cf = new URL("./cloudflare-workers.mjs", import.meta.url).href;
-  const out = await (esbuild.build || esbuild.default.build)({
-    entryPoints: [entry],
-    absWorkingDir: entry.slice(0, entry.lastIndexOf("/")) || "/",
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    mainFields: ["browser", "module", "main"],
-    logLevel: "silent",
-    plugins: [{
-      name: "alarmkit-cloudflare",
-      setup(b) {
-        b.onResolve({ filter: /^cloudflare:workers$/ }, () => ({ path: cf, external: true }));
-        b.onResolve({ filter: /^(cloudflare|node):/ }, (a) => ({ path: a.path, external: true }));
-      },
-    }],
-  });
-  return out.outputFiles[0].text;
 }
 
 async function load(msg) {
@@ -71,7 +52,7 @@ async function load(msg) {
   seedRandom(msg.seed);
   let code;
   try {
-    code = await bundle(msg.entry, msg.esbuild);
+    code = await bundle(msg.entry, msg.esbuild, msg.flags || []);
   } catch (e) {
     const errors = e.errors || [];
     const first = errors.length ? errors[0] : null;
@@ -94,7 +75,10 @@ async function load(msg) {
     }
     classes[binding] = methodsOf(cls);
   }
-  setModule(mod, msg.bindings, methodsOf);
+  const namespaces = {}; // a class bound in the config: ctx.exports.Name is its namespace, as workerd's
+  for (const [binding, name] of Object.entries(msg.bindings)) namespaces[name] = namespaces[name] || env[binding];
+  setModule(mod, msg.bindings, methodsOf, namespaces);
+  Object.assign(cfw.exports, exportsObject);
   const dflt = mod.default;
   const hasFetch = !!dflt && (typeof dflt.fetch === "function" || (typeof dflt === "function" && typeof dflt.prototype.fetch === "function"));
   return { t: "loaded", classes, fetch: hasFetch };
@@ -115,6 +99,7 @@ function construct(msg) {
   if (msg.drop !== null) {
     // the instance this one replaces is gone (crashed, evicted, restarted): so are its timers
     instances.delete(msg.drop);
+    handOver(msg.drop, msg.iid);
     for (const [id, t] of timers) if (t.iid === msg.drop) timers.delete(id);
   }
   try {

@@ -4,6 +4,7 @@ import { S, attempt, clone, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 import { CTX, SQL, STORAGE, refuseMissing } from "./surface.mjs";
+import { socketOf, socketToken } from "./websocket.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -21,11 +22,13 @@ export function requestFrom(d) {
 }
 export async function responseDict(res) {
   if (!(res instanceof Response)) throw new TypeError(`a fetch handler must return a Response, got ${show(res)}`);
+  if (res.status === 101) return { status: 101, headers: [...res.headers], body: "", ws: socketToken(res.webSocket) };
   return { status: res.status, headers: [...res.headers], body: await res.text() };
 }
 export function responseFrom(d) {
+  if (d.status === 101 && d.ws) return new Response(null, { status: 101, headers: d.headers, webSocket: socketOf(d.ws) });
   const nobody = d.status === 204 || d.status === 304 || d.status === 101;
-  return new Response(nobody ? null : d.body, { status: d.status, headers: d.headers });
+  return new Response(nobody ? null : d.body, { status: d.status === 101 ? 200 : d.status, headers: d.headers });
 }
 
 // -- storage ----------------------------------------------------------------------------------------
@@ -223,7 +226,9 @@ export class DurableObjectState {
     refuseMissing(this.storage.sql, SQL, "ctx.storage.sql");
   }
   blockConcurrencyWhile(fn) {
-    const p = attempt(fn);
+    // the callback runs later, not inside the caller (a constructor returns first), as workerd's
+    // IoContext::blockConcurrencyWhile runs it in a task of its own (src/workerd/io/io-context.h)
+    const p = Promise.resolve().then(() => fn());
     waitFor("bcw", p);
     return p;
   }

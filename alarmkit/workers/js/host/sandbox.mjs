@@ -1,6 +1,7 @@
 // The globals a module sees under the host: the virtual clock, seeded randomness, virtual timers,
 // console into the journal, outbound calls through Python, and the refused global fetch.
 import { webcrypto } from "node:crypto";
+import { AsyncResource } from "node:async_hooks";
 import { S, attempt, clone, errInfo, show } from "./state.mjs";
 
 // -- the virtual clock and the seeded random source -------------------------------------------
@@ -72,7 +73,8 @@ function addTimer(fn, ms, args, interval) {
   if (typeof fn !== "function") throw new TypeError("setTimeout/setInterval need a function (a string is not evaluated)");
   const id = ++timerSeq;
   const delay = Math.max(0, Math.floor(Number(ms) || 0));
-  timers.set(id, { fn, args, ms: delay, interval, iid: S.cur });
+  // AsyncResource.bind: the callback runs in the async context (AsyncLocalStorage) it was set in, as workerd's do
+  timers.set(id, { fn: AsyncResource.bind(fn), args, ms: delay, interval, iid: S.cur });
   S.report.timers.push([id, S.cur, interval && delay === 0 ? 1 : delay]);
   return id;
 }

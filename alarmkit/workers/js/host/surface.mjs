@@ -36,13 +36,8 @@ export const GLOBALS = {
   dispatchEvent: "service-worker syntax is not supported: export a module (export default { fetch })",
 };
 
-// two globals workerd has and Node 20 lacks, cheap to give as workerd gives them
+// a global workerd has and Node 20 lacks, cheap to give as workerd gives it (globals.mjs gives navigator)
 if (!("self" in globalThis)) globalThis.self = globalThis;
-if (!("navigator" in globalThis)) {
-  Object.defineProperty(globalThis, "navigator", {
-    value: { userAgent: "Cloudflare-Workers", hardwareConcurrency: 1 }, writable: true, configurable: true,
-  });
-}
 
 function unsupported(what, why) {
   const err = new Error(`${what} is not available under alarmkit's JavaScript host: ${why}`);

@@ -1,0 +1,109 @@
+// The module as wrangler bundles it: esbuild, ES module output, TypeScript stripped (no type check,
+// as wrangler), `cloudflare:*` resolved to this host's copies, and Node's built-ins as the
+// compatibility flags make them (workerd: src/workerd/api/node/node.h gates `node:*` behind
+// `nodejs_compat`, `node:async_hooks` alone behind `nodejs_als`; wrangler's nodejs_compat plugin
+// resolves a bare `path` as `node:path` and turns `require("path")` into an import).
+//
+// A built-in whose work is pure computation (path, buffer, events, util, url, stream, assert, ...)
+// is Node's own module: the same code workerd's polyfills follow. One that would reach outside the
+// simulation (the file system, sockets, processes, threads, the machine's DNS) imports as workerd
+// lets it import, and every use of it throws `WorkerUnsupported` naming the module and the member
+// (refused.mjs): a library that imports `node:http` at its top and never calls it loads, and a call
+// never leaves the simulation silently. `node:timers`, `node:perf_hooks` and `node:crypto`'s random
+// members run on the virtual clock and the seed, as the globals do.
+import { builtinModules } from "node:module";
+import { pathToFileURL } from "node:url";
+
+const HERE = new URL(".", import.meta.url).href;
+const BUILTINS = new Set(builtinModules.filter((m) => !m.startsWith("_")));
+// reach outside the simulation: refused at the call (what each one would reach, for the message)
+export const OUTSIDE = {
+  fs: "the file system", "fs/promises": "the file system", net: "network sockets", tls: "network sockets",
+  http: "the network", https: "the network", http2: "the network", dgram: "network sockets",
+  dns: "the machine's DNS", "dns/promises": "the machine's DNS", child_process: "processes",
+  cluster: "processes", worker_threads: "threads", inspector: "the debugger", os: "the machine",
+  v8: "the JavaScript engine", vm: "the JavaScript engine", repl: "the terminal", readline: "the terminal",
+  "readline/promises": "the terminal", tty: "the terminal", trace_events: "the machine", wasi: "the machine",
+  module: "the module loader", sqlite: "the file system", "test": "the test runner", sea: "the machine",
+};
+// on the simulation's clock and seed: the host's own versions
+const VIRTUAL = { timers: "node-timers.mjs", "timers/promises": "node-timers-promises.mjs", perf_hooks: "node-perf-hooks.mjs", crypto: "node-crypto.mjs" };
+
+function builtinOf(spec) {
+  const bare = spec.startsWith("node:") ? spec.slice(5) : spec;
+  return BUILTINS.has(bare) || spec.startsWith("node:") ? bare : null;
+}
+
+function flagHint(spec, flags) {
+  const what = spec === "async_hooks" ? '"nodejs_compat" (or "nodejs_als")' : '"nodejs_compat"';
+  return `"${spec}" is a Node.js built-in module, which workerd gives a Worker only under the compatibility flag ` +
+    `${what}; add it to compatibility_flags in the wrangler file (flags now: ${JSON.stringify(flags)})`;
+}
+
+export async function bundle(entry, esbuildPath, flags = []) {
+  const esbuild = await import(pathToFileURL(esbuildPath).href);
+  const nodejs = flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
+  const als = nodejs || flags.includes("nodejs_als");
+  const host = (file) => new URL(file, HERE).href;
+  const out = await (esbuild.build || esbuild.default.build)({
+    entryPoints: [entry],
+    absWorkingDir: entry.slice(0, entry.lastIndexOf("/")) || "/",
+    bundle: true,
+    write: false,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    mainFields: ["browser", "module", "main"],
+    logLevel: "silent",
+    plugins: [{
+      name: "alarmkit-cloudflare",
+      setup(b) {
+        b.onResolve({ filter: /^cloudflare:workers$/ }, () => ({ path: host("cloudflare-workers.mjs"), external: true }));
+        b.onResolve({ filter: /^cloudflare:email$/ }, () => ({ path: host("cloudflare-email.mjs"), external: true }));
+        b.onResolve({ filter: /^cloudflare:sockets$/ }, () => ({ path: host("cloudflare-sockets.mjs"), external: true }));
+        b.onResolve({ filter: /^cloudflare:/ }, (a) => ({ path: a.path, external: true }));
+        b.onResolve({ filter: /^file:/, namespace: "alarmkit-refused" }, (a) => ({ path: a.path, external: true }));
+        b.onResolve({ filter: /^[a-z_/:0-9]+$/ }, (a) => {
+          const name = builtinOf(a.path);
+          if (name === null) return undefined; // a package of node_modules
+          if (!(name === "async_hooks" ? als : nodejs)) return { errors: [{ text: flagHint(a.path, flags) }] };
+          if (!BUILTINS.has(name)) return { errors: [{ text: `"${a.path}" is not a Node.js built-in module` }] };
+          if (a.kind === "require-call") return { path: name, namespace: "alarmkit-require" };
+          if (name in OUTSIDE) return { path: name, namespace: "alarmkit-refused" };
+          if (name in VIRTUAL) return { path: host(VIRTUAL[name]), external: true };
+          return { path: `node:${name}`, external: true };
+        });
+        // require("path") in a CommonJS package: the module's namespace as module.exports (wrangler does the same)
+        b.onLoad({ filter: /.*/, namespace: "alarmkit-require" }, (a) => ({
+          contents: `import * as m from "node:${a.path}"; module.exports = m.default ?? m;`,
+          loader: "js",
+          resolveDir: "/",
+        }));
+        b.onLoad({ filter: /.*/, namespace: "alarmkit-refused" }, async (a) => ({
+          contents: await refusedSource(a.path, host("refused.mjs")),
+          loader: "js",
+        }));
+      },
+    }],
+  });
+  return out.outputFiles[0].text;
+}
+
+// A module with the names of Node's own, each a stand-in that throws when used (refused.mjs)
+async function refusedSource(name, refusedUrl) {
+  let real = {};
+  try {
+    real = await import(`node:${name}`);
+  } catch {} // a module this Node lacks (node:sqlite before 22): no named exports
+  const names = Object.keys(real).filter((k) => k !== "default" && /^[A-Za-z_$][\w$]*$/.test(k));
+  const why = OUTSIDE[name];
+  const lines = [`import { refusedModule } from ${JSON.stringify(refusedUrl)};`,
+    `const m = refusedModule(${JSON.stringify(name)}, ${JSON.stringify(why)});`, "export default m;"];
+  for (const k of names) lines.push(`export const ${k} = m[${JSON.stringify(k)}];`);
+  return lines.join("\n");
+}
+
+export function isBuiltin(spec) {
+  return builtinOf(spec) !== null;
+}
