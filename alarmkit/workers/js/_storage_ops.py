@@ -105,8 +105,9 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
     elif kind == "deleteAll":
         storage.delete_all()  # the runtime's: keys, tables, and the alarm where the compatibility date says so
     elif kind == "sql":
-        bridge.libs.sql(obj.ctx._host, op[2])  # a library's own schedule table: read when the turn ends
-        return _sql(obj, op[2], op[3])
+        out = _sql(obj, op[2], op[3])
+        bridge.libs.sql(obj.ctx._host, op[2])  # a write to a library's own schedule table: read it now
+        return out
     elif kind == "dbsize":  # pages x page size, as the Python host's databaseSize (serialize() fails on an empty one)
         conn = _db(obj).conn
         return conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
