@@ -111,8 +111,11 @@ print(verdict)
 #
 # The drive (`notebooks/workers/agent/drive.json`) calls `plan()` at 0 s and expects, at 400 s, that
 # `flaky` ran (its value stored) and the digest ran once. `explore_worker` crashes the object at every
-# await it reaches (inside the SDK's retry loop too) and checks the expectations in every run. A crash
-# in the middle of `alarm()` fails the alarm, workerd retries it, and the SDK finds its row still there.
+# await it reaches (inside the SDK's retry loop too), adds random fault plans, and checks the
+# expectations in every run. A crash in the middle of `alarm()` loses nothing: it fails the alarm,
+# workerd retries it, and the SDK finds its row still there. What loses `flaky` is an `alarm()` that
+# fails on every attempt (`handler_throws`): workerd gives up after its retries, and the SDK's rows
+# wait in its table for a wake that never comes.
 
 # %%
 found = explore_worker(None, PROJECT / "drive.json", wrangler=PROJECT / "wrangler.jsonc", seeds=SEEDS, depth=1,
@@ -120,3 +123,22 @@ found = explore_worker(None, PROJECT / "drive.json", wrangler=PROJECT / "wrangle
 
 # %%
 print(found.report())
+
+# %%
+cx = found.counterexamples[0]
+
+# %%
+assert cx.invariant == "expect" and cx.plan.handler_throws and not cx.plan.crashes
+
+# %% [markdown]
+# Replayed, the journal shows both sides: workerd abandoning the alarm after its retries, and the
+# SDK's `flaky` still `pending` in its table.
+
+# %%
+replayed = cx.replay()
+
+# %%
+library_schedules(replayed.events)[["callback", "due_ms", "ended_ms", "outcome"]]
+
+# %%
+timeline(replayed.events, title="every alarm() fails: workerd gives up, the SDK's schedules wait")
