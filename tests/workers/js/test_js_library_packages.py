@@ -4,11 +4,14 @@ times from the SDK's cf_agents_jobs table and console lines."""
 
 import json
 import shutil
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import alarmkit as ak
 from alarmkit.journal import library_schedules, verdict_of_events
+from alarmkit.workers import run_worker
 from alarmkit.workers.js.projects import install_project
 from alarmkit.workers.js.scenarios import notebook_worker
 
@@ -62,3 +65,40 @@ def test_the_same_seed_gives_the_same_schedules(agent_project):
         ev = sim.events()
         rows.append(ev[ev["kind"].str.startswith("lib_")][["t_ms", "kind", "scheduled_ms", "detail"]].values.tolist())
     assert rows[0] == rows[1] and len(rows[0]) == 11
+
+
+# js-load's fixture of the three libraries (agents, @cloudflare/actors, partyserver), one lock file for all
+LIBS = Path(__file__).resolve().parent / "libs"
+
+
+@pytest.fixture(scope="module")
+def libs_project(js_host):
+    if not (LIBS / "package-lock.json").is_file():
+        pytest.skip("the libraries' fixture (tests/workers/js/libs/package-lock.json, from the js-load branch) is "
+                    "not in this tree")
+    if not shutil.which("npm"):
+        pytest.skip("installing the libraries needs npm")
+    return install_project(LIBS)
+
+
+def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(libs_project):
+    run = run_worker(None, libs_project / "actor" / "drive.json", wrangler=libs_project / "actor" / "wrangler.jsonc")
+    ev = run.sim.events()
+    s = library_schedules(ev)
+    assert [(r.callback, int(r.due_ms), None if pd.isna(r.ended_ms) else int(r.ended_ms), r.outcome)
+            for r in s.itertuples()] == [
+        ("ring", 10_000, 10_001, "ran"), ("flaky", 20_000, 20_001, "dropped"), ("ring", 30_000, 0, "cancelled"),
+        ("ring", 60_000, 60_001, "ran"), ("tick", 300_000, 300_001, "ran"), ("tick", 600_000, 600_001, "ran"),
+        ("tick", 900_000, None, "pending")]
+    assert int(s.loc[s["callback"] == "flaky", "attempts"].iloc[0]) == 1     # Actors makes one attempt
+    assert ev.query("kind == 'handler_ok'")["t_ms"].tolist() == [10_001, 20_001, 60_001, 300_001, 600_001]
+    assert run["expect_failures"] == []            # flaky stored its count before it threw: the drive's expect holds
+    assert [f.text for f in run.verdict.findings] == [
+        "library_dropped · default: Actors dropped schedule jaJeZZtzF (flaky, due at 20.000 s) at 20.001 s after 1 "
+        "failed attempt: Error: flaky fails once"]
+
+
+def test_partyserver_keeps_no_schedules_of_its_own(libs_project):
+    run = run_worker(None, libs_project / "party" / "drive.json", wrangler=libs_project / "party" / "wrangler.jsonc")
+    ev = run.sim.events()
+    assert not ev["kind"].str.startswith("lib_").any() and (ev["kind"] == "fire").sum() == 6
