@@ -5,8 +5,8 @@ A JavaScript object's ``sql.exec`` that writes a library's table (``_library.TAB
 read from its database at once, and the difference from the last read becomes journal rows
 (``alarmkit.journal.schedule_rows``, the one builder): a schedule made and cancelled in one turn shows
 both. A console line saying a library's callback failed is kept for the next difference to explain
-(the library writes it before it deletes the row), and a turn that wrote such a line is read again
-when it ends. The read is the turn's own view, before its commit, as the library's next read is.
+(the library writes it before it deletes the row). The read is the turn's own view, before its commit,
+as the library's next read is.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ class LibraryWatch:
         self.sim = sim
         self.known: dict[Any, dict[str, Schedule]] = {}  # host -> schedules by id (id prefixed by table)
         self.failures: dict[Any, list[tuple[str, int | None, str]]] = {}
-        self.dirty: dict[Any, None] = {}
 
     def sql(self, host: Any, query: str) -> None:
         """After a statement ran: one that changes a library's table is read into the journal now."""
@@ -38,16 +37,6 @@ class LibraryWatch:
         f = library_failure(text) if "callback" in text else None
         if f is not None:
             self.failures.setdefault(host, []).append(f)
-            self.dirty[host] = None
-
-    def flush(self) -> None:
-        """Read every marked object's tables and journal what changed."""
-        if not self.dirty:
-            return
-        hosts, self.dirty = list(self.dirty), {}
-        for host in hosts:
-            if host._db is not None:
-                self.scan(host)
 
     def scan(self, host: Any) -> None:
         """Read ``host``'s library tables and journal what changed since the last read."""

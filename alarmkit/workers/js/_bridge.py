@@ -273,11 +273,7 @@ class Bridge:
                     proc.send({"ok": False, "error": _error_info(err)})
         except JsHostError as err:
             raise self._lost(err, msg) from None
-        try:
-            self.apply(r)
-        finally:
-            if self.libs.dirty:
-                self.libs.flush()
+        self.apply(r)
 
     def _lost(self, err: JsHostError, msg: dict) -> JsHostError:
         """The host is gone (it died, or ran ``answer_s`` without answering and was stopped). The event's
