@@ -11,7 +11,8 @@ the ``expect`` invariant turns into a violation, so ``explore`` finds and shrink
 
 ``kv``: the value stored under that key (``None`` when absent); ``sql``: the rows of one read-only query
 (``SELECT``/``WITH``); ``alarm``: the stored alarm (ms since the simulation's start, or ``null``);
-``requests: "ok"``: every request and call of the drive finished without an error.
+``requests: "ok"``: every request and call of the drive finished without an error, and no answer had a
+status of 500 or more (a client sees those as failures, as the drive's own ``retries`` do).
 """
 
 from __future__ import annotations
@@ -84,10 +85,10 @@ def check_expect(worker: Any, expect: list[dict], result: Any) -> list[str]:
     failures: list[str] = []
     for e in expect:
         if e["what"] == "requests":
-            bad = [o for o in result.outcomes if "error" in o or o.get("pending")]
+            bad = [o for o in result.outcomes if "error" in o or o.get("pending") or (o.get("status") or 0) >= 500]
             if bad:
                 o = bad[0]
-                why = o.get("error") or "still running when the drive ended"
+                why = o.get("error") or (f"answered {o['status']}" if "status" in o else "still running when the drive ended")
                 msg = f"{len(bad)} request(s) did not finish ok, first step {o['step']} ({o['what']}): {why}"
                 failures.append(msg)
                 sim.journal_event("expect_failed", detail={"message": msg[:500]})

@@ -457,3 +457,91 @@ def test_hostile_facet_calls_are_one_line_errors_thrown_in_js(tmp_path, kind, ar
     else:
         assert out == {"ok": None}
     assert sim.call(parent.attempt("name", "after")) == {"ok": "pong"}   # the parent still works
+
+
+# -- issue 36/37: a project's libraries, its bundle, and connections out of the simulation --------------
+NODEJS = '{"main": "w.js", "compatibility_date": "2026-09-01", "compatibility_flags": ["nodejs_compat"], ' \
+         '"durable_objects": {"bindings": [{"name": "A", "class_name": "A"}]}}'
+
+OUTSIDE = [
+    ('import net from "node:net";\nnet.connect(80, "example.com");', "node:net.connect() is refused", "network sockets"),
+    ('import tls from "tls";\ntls.connect(443, "example.com");', "node:tls.connect() is refused", "network sockets"),
+    ('import http from "node:http";\nhttp.request("http://example.com/");', "node:http.request() is refused", "the network"),
+    ('import { get } from "https";\nget("https://example.com/");', "node:https.get() is refused", "the network"),
+    ('import dgram from "node:dgram";\ndgram.createSocket("udp4");', "node:dgram.createSocket() is refused", "network sockets"),
+    ('import dns from "node:dns";\ndns.lookup("example.com", () => {});', "node:dns.lookup() is refused", "the machine's DNS"),
+    ('import { exec } from "node:child_process";\nexec("sh");', "node:child_process.exec() is refused", "processes"),
+    ('import { Worker } from "node:worker_threads";\nnew Worker("x.js");', "new node:worker_threads.Worker() is refused", "threads"),
+    ('const fs = require("fs");\nfs.writeFileSync("out.txt", "x");', "node:fs.writeFileSync() is refused", "the file system"),
+    ('import { writeFile } from "node:fs/promises";\nawait writeFile("out.txt", "x");', "node:fs/promises.writeFile() is refused", "the file system"),
+    ('import { connect } from "cloudflare:sockets";\nconnect("example.com:80");', 'connect("example.com:80") from cloudflare:sockets is refused', "a connection out of the simulation"),
+    ('new WebSocket("wss://example.com/");', 'new WebSocket("wss://example.com/") is refused', "a connection out of the simulation"),
+]
+
+
+@pytest.mark.parametrize("code, refused, reach", OUTSIDE, ids=[o[1].split("(")[0] for o in OUTSIDE])
+def test_a_connection_or_file_out_of_the_simulation_is_refused_by_name(tmp_path, code, refused, reach):
+    write(tmp_path, "w.js", code + "\nexport class A {}\n")
+    write(tmp_path, "wrangler.jsonc", NODEJS)
+    with pytest.raises(ak.JsHostError) as err:
+        ak.Simulation().load_worker(wrangler=tmp_path / "wrangler.jsonc")
+    text = one_clean_line(err.value)
+    assert f"could not be loaded: WorkerUnsupported: {refused} under alarmkit's JavaScript host" in text and reach in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.js", "wrangler.jsonc"]     # nothing written
+
+
+def test_a_library_that_is_not_installed(tmp_path):
+    write(tmp_path, "w.js", 'import { Agent } from "agents";\nexport class A extends Agent {}\n')
+    with pytest.raises(ak.JsHostError) as err:
+        load(ak.Simulation(), tmp_path / "w.js", {"A": "A"})
+    assert one_clean_line(err.value).endswith(
+        'does not build: BuildError: w.js:1:22: Could not resolve "agents" (a package the project\'s node_modules does '
+        "not hold: install the project's dependencies, e.g. npm ci in its folder)")
+
+
+def test_a_half_installed_library(tmp_path):
+    lib = tmp_path / "node_modules" / "halflib"
+    lib.mkdir(parents=True)
+    write(lib, "package.json", '{"name": "halflib", "version": "1.0.0", "main": "dist/index.js"}')
+    write(tmp_path, "w.js", 'import x from "halflib";\nexport class A {}\n')
+    with pytest.raises(ak.JsHostError, match=r'does not build: BuildError: w\.js:1:14: Could not resolve "halflib" \(a '
+                                             r"package the project's node_modules does not hold"):
+        load(ak.Simulation(), tmp_path / "w.js", {"A": "A"})
+
+
+def test_a_library_that_does_not_build(tmp_path):
+    lib = tmp_path / "node_modules" / "badlib"
+    lib.mkdir(parents=True)
+    write(lib, "package.json", '{"name": "badlib", "version": "1.0.0", "main": "index.js"}')
+    write(lib, "index.js", "export const x = ;\n")
+    write(tmp_path, "w.js", 'import { x } from "badlib";\nexport class A {}\n')
+    with pytest.raises(ak.JsHostError) as err:
+        load(ak.Simulation(), tmp_path / "w.js", {"A": "A"})
+    assert re.search(r"does not build: BuildError: node_modules/badlib/index\.js:1:17: Unexpected \";\"$", one_clean_line(err.value))
+
+
+def test_a_builtin_without_nodejs_compat(tmp_path):
+    write(tmp_path, "w.js", 'import path from "path";\nexport class A {}\n')
+    with pytest.raises(ak.JsHostError) as err:
+        load(ak.Simulation(), tmp_path / "w.js", {"A": "A"})
+    assert '"path" is a Node.js built-in module, which workerd gives a Worker only under the compatibility flag ' \
+           '"nodejs_compat"' in one_clean_line(err.value)
+
+
+@pytest.mark.parametrize("code", [
+    'import net from "node:net";\nnet.connect(80, "example.com");',
+    'import { Agent } from "agents";',
+    "export const = 1;",
+])
+def test_cli_one_line_exit_2_and_nothing_written(tmp_path, code):
+    import subprocess
+    import sys
+
+    write(tmp_path, "w.js", code + "\nexport class A {}\n")
+    write(tmp_path, "wrangler.jsonc", NODEJS)
+    write(tmp_path, "drive.json", '{"steps": [{"at": 0, "fetch": "/"}]}')
+    r = subprocess.run([sys.executable, "-m", "alarmkit", "worker", "--wrangler", "wrangler.jsonc", "--drive", "drive.json",
+                        "--db", "j.duckdb", "--report", "r.html"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("alarmkit: error: worker module ") and r.stderr.count("\n") == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["drive.json", "w.js", "wrangler.jsonc"]

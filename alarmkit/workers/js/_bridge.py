@@ -22,14 +22,16 @@ from ...errors import Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCr
 from .._base import Request, Response
 from .._libs import LibraryWatch
 from ._facet_ops import FACET
+from ._http import _fetched, _request_dict, _response, _response_dict
 from ._storage_ops import apply_op
 
 __all__ = ["Bridge", "JsObject"]
 
 
 def _error_info(err: BaseException) -> dict:
-    if isinstance(err, JsError):
-        return {"name": err.js_name, "message": str(err)}
+    if isinstance(err, JsError):  # its text is "Name: message" (_js_error): the name goes once, not twice
+        text, prefix = str(err), f"{err.js_name}: "
+        return {"name": err.js_name, "message": text[len(prefix):] if text.startswith(prefix) else text}
     if isinstance(err, TypeError):  # NoAlarmHandler: workerd's assertCanSetAlarm throws a TypeError
         return {"name": "TypeError", "message": str(err)}
     if isinstance(err, (Aborted, ObjectCrashed, FacetAlarmError)):  # workerd rejects a reset object's callers with a plain Error
@@ -85,36 +87,6 @@ def _settle(fut: Future, ok: bool, value: Any) -> None:
         fut.set_result(value)
     else:
         fut.set_exception(_js_error(value))
-
-
-def _response(d: dict) -> Response:
-    if d.get("status") == 101:  # a WebSocket upgrade: the socket's end stays in JS (websocket.mjs), named by a number
-        res = Response(None, status=200, headers=d.get("headers"))
-        res.status, res.websocket = 101, d.get("ws")
-        return res
-    return Response(d.get("body"), status=d.get("status", 200), headers=d.get("headers"))
-
-
-def _fetched(res: Response) -> dict:
-    """A stub's ``fetch`` answer as the pipe carries it back into JS (a 101's socket by its number)."""
-    return {"status": res.status, "headers": res.headers.items(), "body": res.text(), "ws": getattr(res, "websocket", None)}
-
-
-def _request_dict(req: Request) -> dict:
-    # bodies cross the pipe as text (JSON): bytes that are not UTF-8 arrive with U+FFFD in their place
-    body = req.body.decode("utf-8", "replace") if req.body else None
-    return {"url": req.url, "method": req.method, "headers": req.headers.items(), "body": body}
-
-
-def _response_dict(out: Any, binding: str) -> dict:
-    """What a Python stub of a binding answered (a ``Response``, a dict or a str), as the pipe carries it."""
-    if isinstance(out, str):
-        out = Response(out)
-    if isinstance(out, dict):
-        out = Response(out.get("body"), out.get("status", 200), out.get("headers"))
-    if not isinstance(out, Response):
-        raise AlarmkitError(f"the stub for env.{binding} returned {type(out).__name__}; return a Response, a dict or a str")
-    return {"status": out.status, "headers": out.headers.items(), "body": out.text()}
 
 
 class JsObject(DurableObject):

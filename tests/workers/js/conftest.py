@@ -18,7 +18,55 @@ def js_host() -> Path:
     return OBJECTS
 
 
+# -- the Cloudflare libraries' fixtures (tests/workers/js/libs: package.json + package-lock.json, and one
+# project per library) ------------------------------------------------------------------------------
 LIBS = Path(__file__).resolve().parent / "libs"
+
+
+def libs_cache() -> Path:
+    """Where the libraries' fixture is installed: ``~/.cache/alarmkit/jslibs/<lock digest>`` (one install per lock)."""
+    import hashlib
+    import os
+
+    digest = hashlib.sha256((LIBS / "package-lock.json").read_bytes()).hexdigest()[:12]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "alarmkit" / "jslibs" / digest
+
+
+@pytest.fixture(scope="session")
+def js_libs(js_host) -> Path:
+    """``node_modules`` holding agents, @cloudflare/actors and partyserver at the lock's versions, installed by
+    ``npm ci`` from the registry once into the cache; a skip naming why when npm or the registry is not there."""
+    import fcntl
+    import shutil
+    import subprocess
+
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("the library tests install agents, @cloudflare/actors and partyserver with `npm ci`, and npm is not on PATH")
+    root = libs_cache()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one install when several test processes start together
+        if not (root / ".installed").exists():
+            for name in ("package.json", "package-lock.json"):
+                shutil.copyfile(LIBS / name, root / name)
+            out = subprocess.run([npm, "ci", "--prefix", str(root), "--no-audit", "--no-fund", "--loglevel=error"],
+                                 capture_output=True, text=True, timeout=900)
+            if out.returncode:
+                pytest.skip(f"`npm ci` of the library fixtures failed (no registry here?): {out.stderr.strip()[-300:]}")
+            (root / ".installed").write_text("npm ci done\n")
+    return root / "node_modules"
+
+
+def lib_project(name: str, tmp_path: Path, node_modules: Path) -> Path:
+    """A copy of the library project ``libs/<name>`` in ``tmp_path``, its node_modules the cached install."""
+    import shutil
+
+    dst = tmp_path / name
+    shutil.copytree(LIBS / name, dst)
+    (dst / "node_modules").symlink_to(node_modules, target_is_directory=True)
+    return dst
 
 
 def npm_install(name: str) -> Path:

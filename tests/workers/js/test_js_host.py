@@ -87,7 +87,6 @@ def test_fetch_default_export_and_object_fetch(probe):
 
 @pytest.mark.parametrize("method, message", [
     ("outbound", 'TypeError: fetch("https://example.com/") is refused'),
-    ("unbound", "Error: env.NOPE is not bound"),
     ("throwsType", "TypeError: Cannot read properties of null"),
 ])
 def test_refusals_and_thrown_errors_reach_the_caller(probe, method, message):

@@ -1,10 +1,9 @@
-"""The real Agents SDK (agents 0.32.0, pinned in notebooks/workers/agent/package-lock.json and installed with
-`npm ci` into a cache folder): notebook 12's Agent, unchanged, its own schedules journaled at exact virtual
-times from the SDK's cf_agents_jobs table and console lines."""
+"""The real libraries' own schedules, journaled at exact virtual times from their tables and console lines:
+the Agents SDK (agents 0.32.0: notebook 12's Agent, pinned in notebooks/workers/agent/package-lock.json and
+installed with `npm ci` into a cache folder), Actors and PartyServer (tests/workers/js/libs' projects)."""
 
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,6 +13,8 @@ from alarmkit.journal import library_schedules, verdict_of_events
 from alarmkit.workers import run_worker
 from alarmkit.workers.js.projects import install_project
 from alarmkit.workers.js.scenarios import notebook_worker
+
+from conftest import lib_project  # tests/workers/js/conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -67,22 +68,13 @@ def test_the_same_seed_gives_the_same_schedules(agent_project):
     assert rows[0] == rows[1] and len(rows[0]) == 11
 
 
-# js-load's fixture of the three libraries (agents, @cloudflare/actors, partyserver), one lock file for all
-LIBS = Path(__file__).resolve().parent / "libs"
+# the libraries' fixture (tests/workers/js/libs: agents, @cloudflare/actors, partyserver, one lock file), installed
+# once into the cache by conftest's js_libs; each test runs a copy of one of its projects
 
 
-@pytest.fixture(scope="module")
-def libs_project(js_host):
-    if not (LIBS / "package-lock.json").is_file():
-        pytest.skip("the libraries' fixture (tests/workers/js/libs/package-lock.json, from the js-load branch) is "
-                    "not in this tree")
-    if not shutil.which("npm"):
-        pytest.skip("installing the libraries needs npm")
-    return install_project(LIBS)
-
-
-def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(libs_project):
-    run = run_worker(None, libs_project / "actor" / "drive.json", wrangler=libs_project / "actor" / "wrangler.jsonc")
+def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(js_libs, tmp_path):
+    actor = lib_project("actor", tmp_path, js_libs)
+    run = run_worker(None, actor / "drive.json", wrangler=actor / "wrangler.jsonc")
     ev = run.sim.events()
     s = library_schedules(ev)
     assert [(r.callback, int(r.due_ms), None if pd.isna(r.ended_ms) else int(r.ended_ms), r.outcome)
@@ -98,7 +90,8 @@ def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(libs_
         "failed attempt: Error: flaky fails once"]
 
 
-def test_partyserver_keeps_no_schedules_of_its_own(libs_project):
-    run = run_worker(None, libs_project / "party" / "drive.json", wrangler=libs_project / "party" / "wrangler.jsonc")
+def test_partyserver_keeps_no_schedules_of_its_own(js_libs, tmp_path):
+    party = lib_project("party", tmp_path, js_libs)
+    run = run_worker(None, party / "drive.json", wrangler=party / "wrangler.jsonc")
     ev = run.sim.events()
     assert not ev["kind"].str.startswith("lib_").any() and (ev["kind"] == "fire").sum() == 6

@@ -1,127 +1,123 @@
-"""One mechanical check of the runtime surface: every member of DurableObjectState, DurableObjectStorage,
-SqlStorage and the worker global scope that @cloudflare/workers-types declares (pinned in
-tests/workers/js/libs/workers-types/package-lock.json, installed with `npm ci` into a cache folder) is, under
-the JavaScript host, either implemented or refused with a WorkerUnsupported error that names it: never
-missing (a raw `x is not a function` / `x is not defined` in the user's code). The test lists both sets."""
+"""The runtime surface real code touches at load and at start: Node built-ins under
+nodejs_compat (pure ones as Node's own, outside-reaching ones refused at the use), AsyncLocalStorage
+across virtual timers, WebSocketPair and the hibernation API, caches (a miss, journaled), cloudflare:email,
+exports, workerd's RPC names, blockConcurrencyWhile after the constructor, unbound env names, a
+throwing fetch handler answered 500."""
 
-import re
+import pytest
 
 import alarmkit as ak
-import pytest
-from alarmkit.workers.js import load
-
-# what the host implements and what it refuses by name (alarmkit/workers/js/host/surface.mjs), per interface;
-# a member moving from one set to the other is a change of the host's surface: say it in docs/workers.md
-IMPLEMENTED = {
-    "ctx": ["abort", "acceptWebSocket", "blockConcurrencyWhile", "container", "exports", "facets",
-            "getHibernatableWebSocketEventTimeout", "getTags", "getWebSocketAutoResponse",
-            "getWebSocketAutoResponseTimestamp", "getWebSockets", "id", "props", "setHibernatableWebSocketEventTimeout",
-            "setWebSocketAutoResponse", "storage", "waitUntil"],
-    "storage": ["delete", "deleteAlarm", "deleteAll", "get", "getAlarm", "kv", "list", "put", "setAlarm", "sql", "sync",
-                "transaction", "transactionSync"],
-    "sql": ["Cursor", "databaseSize", "exec"],
-}
-REFUSED = {
-    "ctx": [],
-    "storage": ["getBookmarkForTime", "getCurrentBookmark", "onNextSessionRestoreBookmark"],
-    "sql": ["Statement"],
-}
-# present and undefined, as workerd gives them: an object started without props or a container; setImmediate
-# without nodejs_compat (sandbox.mjs)
-AS_UNDEFINED = {"ctx.props", "ctx.container", "globals.setImmediate"}
-INTERFACES = {"ctx": "DurableObjectState", "storage": "DurableObjectStorage", "sql": "SqlStorage"}
-_MEMBER = re.compile(r"^\s+(?:readonly\s+)?(?:get\s+|set\s+)?([A-Za-z_$][\w$]*)\??\s*[(<:]")
-_GLOBAL = re.compile(r"^declare (?:function|const|var) ([A-Za-z_$][\w$]*)\s*[:(<]")
 
 
-def members(dts: str, name: str) -> list[str]:
-    """The members of ``interface NAME`` or ``declare abstract class NAME`` in a .d.ts: names at brace depth 1
-    and paren depth 0 (not the parameters of a signature spread over lines, not a nested type's fields)."""
-    start = re.search(rf"^(?:interface|declare abstract class|declare class) {name}\b[^\n]*", dts, re.M)
-    assert start, f"{name} is not declared in workers-types"
-    out: list[str] = []
-    depth = parens = 0
-    began = False
-    for line in dts[start.start():].splitlines():
-        code = line.strip()
-        if code.startswith(("*", "/*", "//")):
-            continue
-        if began and depth == 1 and parens == 0:
-            m = _MEMBER.match(line)
-            if m:
-                out.append(m.group(1))
-        for ch in line:
-            if ch == "{":
-                depth += 1
-                began = True
-            elif ch == "}":
-                depth -= 1
-            elif ch == "(":
-                parens += 1
-            elif ch == ")":
-                parens -= 1
-        if began and depth == 0:
-            break
-    return sorted(set(out))
+@pytest.fixture
+def surface(js_host):
+    sim = ak.Simulation(seed=1)
+    w = sim.load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"}, compatibility_flags=["nodejs_compat"])
+    return sim, w, w.env.SURFACE.getByName("s")
 
 
-def declared(dts: str) -> dict[str, list[str]]:
-    names = {k: members(dts, v) for k, v in INTERFACES.items()}
-    glob = set(members(dts, "ServiceWorkerGlobalScope")) | set(members(dts, "WorkerGlobalScope"))
-    glob |= {m.group(1) for line in dts.splitlines() if (m := _GLOBAL.match(line)) and ": never" not in line}
-    names["globals"] = sorted(glob)
-    return names
+def test_block_concurrency_while_runs_after_the_constructor(surface):
+    sim, _, s = surface
+    assert sim.call(s.order()) == ["ctor start", "ctor end", "bcw sees this.ready=true"]
 
 
-@pytest.fixture(scope="module")
-def surface(js_host, npm_fixture):
-    dts = (npm_fixture("workers-types") / "@cloudflare" / "workers-types" / "index.d.ts").read_text()
-    names = declared(dts)
-    sim = ak.Simulation(seed=0)
-    w = load(sim, js_host / "surface.js", {"PROBE": "Probe"})
-    return names, sim.call(w.env.PROBE.getByName("p").surface(names))
+def test_node_builtins_under_nodejs_compat_and_their_randomness_from_the_seed(surface, js_host):
+    sim, _, s = surface
+    out = sim.call(s.node())
+    assert out["ext"] == ".txt" and out["hash"] == "ba7816bf8f01cfea" and out["b64"] == "aGk=" and out["heard"] == 7
+    again = ak.Simulation(seed=1)
+    w2 = again.load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"}, compatibility_flags=["nodejs_compat"])
+    out2 = again.call(w2.env.SURFACE.getByName("s").node())
+    assert (out2["rand"], out2["uuid"]) == (out["rand"], out["uuid"])           # node:crypto draws from the seed
+    assert len(out["rand"]) == 8 and out["uuid"][14] == "4"
 
 
-def test_the_parser_reads_members_not_parameters():
-    dts = ("interface A {\n  get<T>(\n    key: string,\n  ): T;\n  readonly id: string;\n  /** x: y */\n"
-           "  nested: {\n    inner: number;\n  };\n  get size(): number;\n}\ninterface B {\n  other(): void;\n}\n")
-    assert members(dts, "A") == ["get", "id", "nested", "size"]
+def test_an_outside_reaching_builtin_imports_and_refuses_its_use_by_name(surface):
+    sim, _, s = surface
+    with pytest.raises(ak.JsError) as err:
+        sim.call(s.readFile())
+    assert err.value.js_name == "WorkerUnsupported"
+    assert str(err.value).startswith("WorkerUnsupported: node:fs.readFileSync() is refused under alarmkit's "
+                                     "JavaScript host: node:fs reaches the file system, outside the simulation")
 
 
-def test_every_declared_member_is_implemented_or_refused_by_name(surface):
-    names, got = surface
-    assert len(names["globals"]) > 90 and "setTimeout" in names["globals"] and "WebSocketPair" in names["globals"]
-    bad = {f"{where}.{n}: {status} {msg}" for where, table in got.items() for n, (status, msg) in table.items()
-           if status not in ("implemented", "refused") and not (status == "undefined" and f"{where}.{n}" in AS_UNDEFINED)}
-    assert not bad, "members neither implemented nor refused by name:\n" + "\n".join(sorted(bad))
-    for where, table in got.items():
-        for n, (status, msg) in table.items():
-            if status == "refused":  # the error names the member, as the module wrote it
-                assert msg.startswith(f"WorkerUnsupported: {'' if where == 'globals' else _path(where)}{n}"), (n, msg)
+def test_without_nodejs_compat_a_builtin_does_not_build(js_host):
+    with pytest.raises(ak.JsHostError, match=r'"node:async_hooks" is a Node.js built-in module, which workerd gives a '
+                                             r'Worker only under the compatibility flag "nodejs_compat" \(or "nodejs_als"\)'):
+        ak.Simulation().load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
 
 
-def _path(where: str) -> str:
-    return {"ctx": "ctx.", "storage": "ctx.storage.", "sql": "ctx.storage.sql."}[where]
+def test_async_local_storage_kept_across_virtual_timers(surface):
+    sim, _, s = surface
+    assert sim.call(s.als()) == {"who": "ann"}
+    assert sim.now == 250
+    assert sim.call(s.sleepy()) == 500                                        # node:timers/promises: virtual
 
 
-def test_the_two_sets_as_listed(surface):
-    names, got = surface
-    for where in INTERFACES:
-        assert sorted(IMPLEMENTED[where] + REFUSED[where]) == names[where]      # workers-types' own list
-        assert sorted(n for n, (s, _) in got[where].items() if s in ("implemented", "undefined")) == IMPLEMENTED[where]
-        assert sorted(n for n, (s, _) in got[where].items() if s == "refused") == REFUSED[where]
-    refused_globals = sorted(n for n, (s, _) in got["globals"].items() if s == "refused")
-    implemented_globals = sorted(n for n, (s, _) in got["globals"].items() if s in ("implemented", "undefined"))
-    print("globals implemented:", implemented_globals)
-    print("globals refused:", refused_globals)
-    assert {"setTimeout", "fetch", "crypto", "Request", "Response", "console", "navigator", "self"} <= set(implemented_globals)
-    assert {"WebSocketPair", "caches", "HTMLRewriter"} <= set(refused_globals) | set(implemented_globals)
+def test_websocket_pair_and_the_hibernation_api(surface):
+    sim, _, s = surface
+    out = sim.call(s.sockets())
+    assert out == {"all": 1, "tagged": 1, "none": 0, "tags": ["room:a", "user:ann"], "attachment": {"n": 1},
+                   "got": ["echo ping at 0"], "auto": "pong", "stamp": None, "open": True}
 
 
-def test_a_refused_member_says_what_and_why(js_host):
-    sim = ak.Simulation(seed=0)
-    w = load(sim, js_host / "surface.js", {"PROBE": "Probe"})
-    got = sim.call(w.env.PROBE.getByName("p").surface({"storage": ["getCurrentBookmark"], "ctx": ["getTags"]}))
-    assert got["storage"]["getCurrentBookmark"] == [
-        "refused", "WorkerUnsupported: ctx.storage.getCurrentBookmark is not available under alarmkit's JavaScript "
-                   "host: point-in-time recovery (bookmarks) is not simulated: storage has no history to go back to"]
+def test_caches_always_miss_and_say_so_in_the_journal(surface):
+    sim, w, s = surface
+    assert sim.call(s.cache()) is True
+    assert [t for _, _, t in w.logs] == [
+        'alarmkit: caches.default.match("https://example.com/x"): the Cache API is always a miss under alarmkit (nothing is cached)',
+        'alarmkit: caches.default.put("https://example.com/x"): the Cache API is always a miss under alarmkit (nothing is cached)']
+
+
+def test_email_exports_and_unbound_env(surface):
+    sim, _, s = surface
+    assert sim.call(s.email()) == ["a@example.com", "b@example.com"]
+    assert sim.call(s.exportsSeen()) == ["function", "function", True]
+
+
+def test_rpc_names_as_workerd(surface):
+    sim, _, s = surface
+    assert sim.call(s.callPrivate()) == "underscore ok"                      # `_`-prefixed: callable
+    with pytest.raises(ak.JsError, match="'webSocketMessage' is a reserved method and cannot be called over RPC."):
+        sim.call(s.callReserved())
+
+
+def test_a_throwing_fetch_handler_answers_500_and_is_journaled(surface):
+    sim, w, _ = surface
+    r = w.fetch("/boom")
+    assert (r.status, r.text()) == (500, "Internal Server Error")
+    assert w.logs[-1] == (0, "error", "Uncaught ReferenceError: nope is not defined (in the worker's fetch handler)")
+
+
+def test_unbound_env_name_is_undefined_as_workerd(js_host):
+    sim = ak.Simulation()
+    w = sim.load_worker(js_host / "api.js", bindings={"PROBE": "Probe"})
+    assert sim.call(w.env.PROBE.getByName("p").unbound()) is None
+
+
+def test_wrangler_flags_dev_vars_and_a_5xx_that_is_not_ok(js_host, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "wrangler.jsonc").write_text(json.dumps({
+        "main": str(js_host / "surface.js"), "compatibility_date": "2026-09-01", "compatibility_flags": ["nodejs_compat"],
+        "durable_objects": {"bindings": [{"name": "SURFACE", "class_name": "Surface"}]},
+        "vars": {"GREETING": "hello", "TOKEN": "from vars"}}))
+    (tmp_path / ".dev.vars").write_text('# local secrets\nTOKEN="s3cr\\nt"\nexport OTHER = plain # note\n')
+    sim = ak.Simulation()
+    w = sim.load_worker(wrangler=tmp_path / "wrangler.jsonc")
+    assert (w.env.GREETING, w.env.TOKEN, w.env.OTHER) == ("hello", "s3cr\nt", "plain")   # .dev.vars over vars
+    (tmp_path / "drive.json").write_text(json.dumps({"steps": [{"at": 0, "fetch": "/"}, {"at": 5, "fetch": "/boom"}],
+                                                     "expect": [{"requests": "ok"}]}))
+    r = subprocess.run([sys.executable, "-m", "alarmkit", "worker", "--wrangler", str(tmp_path / "wrangler.jsonc"),
+                        "--drive", str(tmp_path / "drive.json")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "EXPECT FAILED: 1 request(s) did not finish ok, first step 2 (GET /boom): answered 500" in r.stdout
+
+
+def test_a_dev_vars_line_that_is_not_name_value_is_refused(js_host, tmp_path):
+    (tmp_path / "wrangler.jsonc").write_text('{"main": "%s"}' % (js_host / "ttl.js"))
+    (tmp_path / ".dev.vars").write_text("GOOD=1\nnot a pair\n")
+    with pytest.raises(ak.WorkerError, match=r"\.dev\.vars, line 2: expected NAME=value \(NAME an identifier\), got 'not a pair'"):
+        ak.Simulation().load_worker(wrangler=tmp_path / "wrangler.jsonc")

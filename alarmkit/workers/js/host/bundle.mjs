@@ -34,10 +34,11 @@ function builtinOf(spec) {
   return BUILTINS.has(bare) || spec.startsWith("node:") ? bare : null;
 }
 
-function flagHint(spec, flags) {
-  const what = spec === "async_hooks" ? '"nodejs_compat" (or "nodejs_als")' : '"nodejs_compat"';
+function flagHint(spec, name, flags) {
+  const what = name === "async_hooks" ? '"nodejs_compat" (or "nodejs_als")' : '"nodejs_compat"';
   return `"${spec}" is a Node.js built-in module, which workerd gives a Worker only under the compatibility flag ` +
-    `${what}; add it to compatibility_flags in the wrangler file (flags now: ${JSON.stringify(flags)})`;
+    `${what}; add it to compatibility_flags in the wrangler file, or pass compatibility_flags= to load_worker ` +
+    `(flags now: ${JSON.stringify(flags)})`;
 }
 
 export async function bundle(entry, esbuildPath, flags = []) {
@@ -67,7 +68,7 @@ export async function bundle(entry, esbuildPath, flags = []) {
         b.onResolve({ filter: /^[a-z_/:0-9]+$/ }, (a) => {
           const name = builtinOf(a.path);
           if (name === null) return undefined; // a package of node_modules
-          if (!(name === "async_hooks" ? als : nodejs)) return { errors: [{ text: flagHint(a.path, flags) }] };
+          if (!(name === "async_hooks" ? als : nodejs)) return { errors: [{ text: flagHint(a.path, name, flags) }] };
           if (!BUILTINS.has(name)) return { errors: [{ text: `"${a.path}" is not a Node.js built-in module` }] };
           if (a.kind === "require-call") return { path: name, namespace: "alarmkit-require" };
           if (name in OUTSIDE) return { path: name, namespace: "alarmkit-refused" };

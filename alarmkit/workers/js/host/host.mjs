@@ -18,10 +18,10 @@ import * as cfw from "./cloudflare-workers.mjs";
 import { bundle } from "./bundle.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
 import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
-import { DurableObjectId, DurableObjectState, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
+import { DurableObjectId, DurableObjectState, Storage, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
 import { exportsObject, facetIds, setModule } from "./facets.mjs";
 import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
-import "./globals.mjs";
+import { installRefused } from "./globals.mjs";
 import { GLOBALS, refuseMissing } from "./surface.mjs";
 
 refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
@@ -31,6 +31,7 @@ let mod = null;
 let env = null;
 const instances = new Map(); // iid -> {obj, ctx}
 installHibernation(DurableObjectState);
+installRefused(Storage);
 setObjectLookup((iid) => (instances.get(iid) || {}).obj || null);
 
 // workerd's RPC names (src/workerd/api/worker-rpc.c++, isReservedName): the methods of the class's
@@ -57,7 +58,10 @@ async function load(msg) {
     const errors = e.errors || [];
     const first = errors.length ? errors[0] : null;
     const where = first && first.location ? `${first.location.file}:${first.location.line}:${first.location.column}: ` : "";
-    return { t: "error", error: { name: "BuildError", message: first ? `${where}${first.text}` : String(e.message || e) } };
+    let text = first ? `${where}${first.text}` : String(e.message || e);
+    const pkg = first && /^Could not resolve "([^./][^"]*)"$/.exec(first.text);
+    if (pkg) text += ` (a package the project's node_modules does not hold: install the project's dependencies, e.g. npm ci in its folder)`;
+    return { t: "error", error: { name: "BuildError", message: text } };
   }
   try {
     mod = await import("data:text/javascript;base64," + Buffer.from(code, "utf8").toString("base64"));
@@ -151,6 +155,15 @@ function dispatch(msg) {
         if (typeof d === "function") return new d(ctx, env).fetch(req);
         return d.fetch(req, env, ctx);
       }).then(responseDict);
+      if (msg.iid === null) {
+        // the worker's own fetch threw: workerd logs it and answers the client 500 (the error stays in the
+        // journal as the worker's console error), where an object's fetch rejects its caller's stub.fetch
+        const top = p.catch((e) => {
+          S.report.ops.push(["console", null, "error", `Uncaught ${show(e)} (in the worker's fetch handler)`]);
+          return { status: 500, headers: [["content-type", "text/plain;charset=UTF-8"]], body: "Internal Server Error" };
+        });
+        return track("p" + msg.pid, top, S.cur);
+      }
       return track("p" + msg.pid, p, S.cur);
     }
     case "timer": {

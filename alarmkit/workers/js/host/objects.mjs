@@ -119,7 +119,7 @@ class SyncKvStorage {
   }
 }
 
-class Storage {
+export class Storage {
   constructor(iid) {
     this._iid = iid;
     this.sql = new SqlStorage(iid);
@@ -338,17 +338,8 @@ export function makeEnv(bindings, services, objects = [], vars = {}, refused = {
       },
     });
   }
-  return new Proxy(base, {
-    get(t, prop) {
-      if (typeof prop !== "string" || prop in t || prop === "then" || prop === "toJSON") return t[prop];
-      throw new Error(
-        `env.${prop} is not bound under alarmkit's JavaScript host; bind it when loading the worker, ` +
-          `e.g. bindings={"${prop}": "ClassName"} for a Durable Object or bindings={"${prop}": handler} for a service stub`,
-      );
-    },
-    has(t, prop) {
-      return prop in t;
-    },
-  });
+  // a name the config does not bind is undefined, as workerd's env gives it (no error: code that probes
+  // for an optional binding, `if (env.AI)`, goes on as it would there)
+  return base;
 }
 

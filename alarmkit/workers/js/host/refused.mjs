@@ -18,7 +18,7 @@ const PASS = new Set(["then", "toJSON", "constructor", "prototype", "__esModule"
 
 // A stand-in for `node:NAME`: any member is another stand-in; calling or constructing one throws.
 export function refusedModule(name, reaches) {
-  const why = `it would reach ${reaches} outside the simulation (workerd's node:${name} would, too); ` +
+  const why = `node:${name} reaches ${reaches}, outside the simulation; ` +
     "stub the call, or bind a Python object in bindings= and call it through env";
   const make = (path) => new Proxy(function () {}, {
     get(_t, prop) {

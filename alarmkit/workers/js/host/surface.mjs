@@ -3,11 +3,11 @@
 // host lacks is refused here by name, never left to a raw "x is not a function" / "x is not defined".
 // Only members still absent are refused: whatever the host implements wins. A refused method or class
 // throws WorkerUnsupported when called (a refused object, when any member is touched); its value carries
-// REFUSED (the reason) so tests/workers/js/test_js_surface.py can list the refused set.
+// REFUSED (the reason) so tests/workers/js/test_js_surface_check.py can list the refused set.
+import { unsupported } from "./refused.mjs";
 
 export const REFUSED = Symbol.for("alarmkit.refused");
 
-const PITR = "point-in-time recovery (bookmarks) is not simulated: storage has no history to go back to";
 const SOCKETS = "WebSockets are not simulated: drive the object through RPC or fetch";
 const NETWORK = "the network is outside the simulation: bind a stub (bindings={\"API\": handler})";
 const NOT_HERE = "it is not simulated under alarmkit";
@@ -17,7 +17,7 @@ export const CTX = {
   getWebSocketAutoResponse: SOCKETS, getWebSocketAutoResponseTimestamp: SOCKETS,
   setHibernatableWebSocketEventTimeout: SOCKETS, getHibernatableWebSocketEventTimeout: SOCKETS,
 };
-export const STORAGE = { getCurrentBookmark: PITR, getBookmarkForTime: PITR, onNextSessionRestoreBookmark: PITR };
+export const STORAGE = {}; // the bookmarks are refused by globals.mjs (installRefused)
 export const SQL = { Statement: "prepared statements (sql.prepare) are not simulated: use sql.exec(query, ...bindings)" };
 export const GLOBALS = {
   WebSocket: SOCKETS, WebSocketPair: SOCKETS, WebSocketRequestResponsePair: SOCKETS,
@@ -38,12 +38,6 @@ export const GLOBALS = {
 
 // a global workerd has and Node 20 lacks, cheap to give as workerd gives it (globals.mjs gives navigator)
 if (!("self" in globalThis)) globalThis.self = globalThis;
-
-function unsupported(what, why) {
-  const err = new Error(`${what} is not available under alarmkit's JavaScript host: ${why}`);
-  err.name = "WorkerUnsupported";
-  return err;
-}
 
 // a function (callable and constructible) that throws, or an object whose every member throws
 function refusal(what, why, asObject) {
