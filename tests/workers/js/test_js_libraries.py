@@ -120,3 +120,23 @@ def test_a_custom_event_may_not_take_a_library_kind():
     sim = ak.Simulation(seed=0)
     with pytest.raises(ak.AlarmkitError, match="lib_dropped.*library's own schedules"):
         sim.journal_event("lib_dropped")
+
+
+def test_the_worker_command_prints_the_library_schedules(js_host, tmp_path):
+    import subprocess
+    import sys
+
+    drive = tmp_path / "drive.json"
+    drive.write_text(json.dumps({"steps": [{"at": 0, "call": "AGENT", "name": "a", "method": "schedule", "args": [10, "ok", "x"]},
+                                           {"at": 0, "call": "AGENT", "name": "a", "method": "schedule", "args": [20, "boom", "y"]}],
+                                 "until": 60_000}))
+    cmd = [sys.executable, "-m", "alarmkit", "worker", str(js_host / "libtables.js"), "--bind", "AGENT=AgentLike",
+           "--drive", str(drive)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "  Agents SDK schedule job1 ok() on a due 10000 ms: ran at 10001 ms" in out.stdout.splitlines()
+    assert "  Agents SDK schedule job2 boom() on a due 20000 ms: dropped at 20301 ms after 3 attempts: Error: boom" \
+        in out.stdout.splitlines()
+    js = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=300).stdout)
+    assert [(d["id"], d["outcome"], d["attempts"]) for d in js["library_schedules"]] == [("job1", "ran", None),
+                                                                                         ("job2", "dropped", 3)]
