@@ -34,7 +34,7 @@ import os
 import alarmkit as ak
 from alarmkit.journal import library_schedules, verdict_of_events
 from alarmkit.plots import timeline
-from alarmkit.workers import explore_worker
+from alarmkit.workers import explore_worker, run_worker
 from alarmkit.workers.js.projects import install_project
 from alarmkit.workers.js.scenarios import notebook_worker
 
@@ -74,8 +74,8 @@ sim.run(until=400_000)
 
 # %% [markdown]
 # The schedules as the SDK saw them: each one's id, callback, due time, when it ended and how. `flaky`
-# failed once and ran on the SDK's second attempt, 100 ms (plus jitter) later, inside the same
-# `alarm()`: its row says `ran`; `broken` failed all three attempts and was dropped. workerd's own rows
+# failed once and ran on the SDK's second attempt inside the same `alarm()`, 98 ms later (the SDK's
+# jittered backoff, drawn from the seeded `Math.random`): its row says `ran`; `broken` failed all three attempts and was dropped. workerd's own rows
 # (`fire`, `handler_ok`) show every `alarm()` succeeding: no platform retry ran.
 
 # %%
@@ -131,11 +131,11 @@ cx = found.counterexamples[0]
 assert cx.invariant == "expect" and cx.plan.handler_throws and not cx.plan.crashes
 
 # %% [markdown]
-# Replayed, the journal shows both sides: workerd abandoning the alarm after its retries, and the
-# SDK's `flaky` still `pending` in its table.
+# Replayed (`run_worker` with the counterexample's plan and seed), the journal shows both sides: workerd
+# abandoning the alarm after its retries, and the SDK's `flaky` still `pending` in its table.
 
 # %%
-replayed = cx.replay()
+replayed = run_worker(None, PROJECT / "drive.json", wrangler=PROJECT / "wrangler.jsonc", faults=cx.plan, seed=cx.seed)
 
 # %%
 library_schedules(replayed.events)[["callback", "due_ms", "ended_ms", "outcome"]]
