@@ -13,7 +13,7 @@ from .wrangler import read_dev_vars, read_wrangler
 
 __all__ = ["load_worker", "example", "SUFFIXES"]
 
-SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js"}
+SUFFIXES = {".py": "python", ".js": "js", ".mjs": "js", ".ts": "js", ".mts": "js", ".jsx": "js", ".tsx": "js"}
 
 
 def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None = None,
@@ -24,6 +24,7 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
     merged: dict[str, Any] = {}
     compat = None
     flags: list[str] = []
+    build: dict[str, dict[str, str]] = {}
     cfg = None
     if wrangler is not None:
         cfg = read_wrangler(wrangler)
@@ -33,6 +34,9 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
         merged.update({name: RefusedBinding(name, what) for name, what in cfg.other.items()})
         compat = cfg.compatibility_date
         flags = list(cfg.compatibility_flags)
+        here = Path(cfg.path).parent  # an alias that is a path is relative to the wrangler file, as wrangler's
+        build = {"define": cfg.define, "alias": {k: str((here / v).resolve()) if v.startswith(".") else v
+                                                 for k, v in cfg.alias.items()}}
         if path is None and cfg.main:
             path = Path(cfg.path).parent / cfg.main
     if bindings is not None:
@@ -77,7 +81,7 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
         raise WorkerError(f"{p.name}: the {lang} worker host (alarmkit.workers.{lang}) is not installed in this "
                           "alarmkit; load a Python worker (.py) instead") from None
     if lang == "js":
-        return host.load(sim, p, merged, compat, flags)
+        return host.load(sim, p, merged, compat, flags, build)
     return host.load(sim, p, merged, compat)
 
 

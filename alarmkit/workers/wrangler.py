@@ -1,5 +1,6 @@
 """Reading a project's ``wrangler.jsonc`` / ``wrangler.json`` / ``wrangler.toml``: what a simulation
-needs from it (``main``, ``compatibility_date``, the Durable Object bindings, ``vars``) and the
+needs from it (``main``, ``compatibility_date``, ``compatibility_flags``, the Durable Object bindings,
+``vars``, the bundle's ``define`` and ``alias``) and the
 bindings it cannot run (KV, R2, D1, queues, services...), so a worker touching one is refused by name.
 
 ``.dev.vars`` beside the file (wrangler dev's secrets and local vars, dotenv lines ``NAME=value``) is
@@ -44,12 +45,14 @@ SINGLE_BINDINGS = {"ai": "Workers AI binding", "browser": "Browser Rendering bin
 class WranglerConfig:
     """What a wrangler file says: ``durable_objects`` (binding -> class name), ``vars`` (binding -> value),
     ``other`` (binding -> what it is, e.g. ``"KV namespace"``), ``main``, ``compatibility_date``,
-    ``compatibility_flags``."""
+    ``compatibility_flags``, and the bundle's ``define`` and ``alias``."""
 
     path: str
     main: str | None = None
     compatibility_date: str | None = None
     compatibility_flags: list[str] = field(default_factory=list)
+    define: dict[str, str] = field(default_factory=dict)  # bundle-time substitutions (esbuild's define)
+    alias: dict[str, str] = field(default_factory=dict)  # module name -> the module bundled in its place
     durable_objects: dict[str, str] = field(default_factory=dict)
     vars: dict[str, Any] = field(default_factory=dict)
     other: dict[str, str] = field(default_factory=dict)
@@ -125,6 +128,11 @@ def _config(where: str, data: dict) -> WranglerConfig:
         raise WorkerError(f"{where}: compatibility_flags must be a list of flag names such as [\"nodejs_compat\"], "
                           f"got {flags!r:.60}")
     cfg.compatibility_flags = list(flags)
+    for key in ("define", "alias"):
+        table = data.get(key, {})
+        if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+            raise WorkerError(f"{where}: {key} must be a table of text to text, as wrangler's, got {table!r:.60}")
+        setattr(cfg, key, dict(table))
     dobj = data.get("durable_objects", {})
     bindings = dobj.get("bindings", []) if isinstance(dobj, dict) else None
     if not isinstance(bindings, list):

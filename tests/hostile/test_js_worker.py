@@ -523,7 +523,7 @@ def test_a_library_that_does_not_build(tmp_path):
 def test_a_builtin_without_nodejs_compat(tmp_path):
     write(tmp_path, "w.js", 'import path from "path";\nexport class A {}\n')
     with pytest.raises(ak.JsHostError) as err:
-        load(ak.Simulation(), tmp_path / "w.js", {"A": "A"})
+        load(ak.Simulation(compatibility_date="2026-08-03"), tmp_path / "w.js", {"A": "A"})
     assert '"path" is a Node.js built-in module, which workerd gives a Worker only under the compatibility flag ' \
            '"nodejs_compat"' in one_clean_line(err.value)
 

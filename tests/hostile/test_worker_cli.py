@@ -233,3 +233,28 @@ def test_an_endless_recursive_query_in_an_expectation_is_stopped_and_named(proje
     check(rc, out, err)
     assert rc == 1 and "EXPECT FAILED: BOX:a sql " in out
     assert "error: the query was stopped after 2,000,000 SQLite steps (an endless WITH RECURSIVE?)" in out
+
+
+@SETTINGS
+@given(text=st.text(max_size=200) | st.binary(max_size=200).map(lambda b: b.decode("latin-1")))
+def test_generated_dev_vars(project, capsys, text):
+    """A ``.dev.vars`` beside the wrangler file: read (never evaluated) or refused in one line naming the line."""
+    (project / "wrangler.jsonc").write_text('{"main": "w.py", "durable_objects": {"bindings": [{"name": "BOX", "class_name": "Box"}]}}')
+    (project / ".dev.vars").write_text(text, encoding="utf-8", errors="surrogateescape")
+    before = snapshot(project)
+    rc, out, err = run(capsys, ["worker", "--wrangler", str(project / "wrangler.jsonc"), "--drive", str(NB / "drive.json")])
+    check(rc, out, err)
+    if rc == 2 and ".dev.vars" in err:
+        assert re.search(r"\.dev\.vars(, line \d+: expected NAME=value|: 'utf-8' codec|: )", err), err
+    assert snapshot(project) == before
+
+
+@SETTINGS
+@given(key=st.sampled_from(["compatibility_flags", "define", "alias"]), value=json_values)
+def test_generated_wrangler_flags_define_alias(project, capsys, key, value):
+    (project / "wrangler.jsonc").write_text(json.dumps({"main": "w.py", key: value, "durable_objects": {
+        "bindings": [{"name": "BOX", "class_name": "Box"}]}}))
+    before = snapshot(project)
+    rc, out, err = run(capsys, ["worker", "--wrangler", str(project / "wrangler.jsonc"), "--drive", str(NB / "drive.json")])
+    check(rc, out, err)
+    assert snapshot(project) == before

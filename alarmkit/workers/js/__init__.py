@@ -23,7 +23,7 @@ from ._node import NodeProcess, cache_dir, find_esbuild, find_node, install
 
 __all__ = ["load", "install", "available", "ensure", "JsWorker", "Worker", "Request", "Response"]
 
-SUFFIXES = (".js", ".mjs", ".ts", ".mts")
+SUFFIXES = (".js", ".mjs", ".ts", ".mts", ".jsx", ".tsx")  # what wrangler's main may be, esbuild's loaders
 
 
 def available() -> str | None:
@@ -112,7 +112,7 @@ def _json_var(name: str, value: Any) -> Any:
 
 
 def load(sim: Any, path: str | os.PathLike, bindings: dict[str, Any] | None = None, compat: str | None = None,
-         flags: list[str] | tuple[str, ...] = ()) -> JsWorker:
+         flags: list[str] | tuple[str, ...] = (), build: dict | None = None) -> JsWorker:
     """Load the worker module at ``path`` into ``sim``. ``bindings`` maps an env name to a Durable Object
     class the module exports (``{"LEDGER": "Ledger"}``), to a Python handler stubbing a service's ``fetch``
     (``{"API": lambda request: Response("ok")}``), to any other Python object (the worker calls its methods:
@@ -120,6 +120,7 @@ def load(sim: Any, path: str | os.PathLike, bindings: dict[str, Any] | None = No
     to a ``RefusedBinding`` (refused by name when the worker touches it). ``compat`` is a compatibility date
     (``"2026-09-01"``), applied to the simulation's profile before anything runs. ``flags``: wrangler's
     ``compatibility_flags`` (``nodejs_compat`` lets the module import Node's built-ins, as workerd does).
+    ``build``: the wrangler file's ``define`` and ``alias`` for the bundle (``{"define": {...}, "alias": {...}}``).
 
     Raises ``JsHostError`` (Node missing or older than 18, esbuild not installable, a module that does not
     build or load, a class that is not exported) and ``WorkerError`` for bad arguments."""
@@ -164,7 +165,7 @@ def load(sim: Any, path: str | os.PathLike, bindings: dict[str, Any] | None = No
     weakref.finalize(sim, _close, proc)
     bridge = Bridge(sim, proc, services, objects)
     proc.send({"t": "load", "entry": str(p.resolve()), "esbuild": str(esbuild), "bindings": classes,
-               "flags": [str(f) for f in flags], "services": sorted(services), "objects": sorted(objects), "vars": jsvars, "refused": refused,
+               "flags": [str(f) for f in flags], "build": dict(build or {}), "compat": sim.profile.compatibility_date, "services": sorted(services), "objects": sorted(objects), "vars": jsvars, "refused": refused,
                "seed": int(sim.seed), "start": sim.start_ms, "now": sim.now})
     answer = proc.recv()
     if answer["t"] == "error":

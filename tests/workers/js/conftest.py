@@ -59,14 +59,19 @@ def js_libs(js_host) -> Path:
     return root / "node_modules"
 
 
-def lib_project(name: str, tmp_path: Path, node_modules: Path) -> Path:
-    """A copy of the library project ``libs/<name>`` in ``tmp_path``, its node_modules the cached install."""
+@pytest.fixture
+def lib_project(js_libs, tmp_path):
+    """``lib_project("agent")``: a copy of the library project ``libs/agent`` in ``tmp_path``, its
+    node_modules the cached install (``js_libs``)."""
     import shutil
 
-    dst = tmp_path / name
-    shutil.copytree(LIBS / name, dst)
-    (dst / "node_modules").symlink_to(node_modules, target_is_directory=True)
-    return dst
+    def make(name: str) -> Path:
+        dst = tmp_path / name
+        shutil.copytree(LIBS / name, dst)
+        (dst / "node_modules").symlink_to(js_libs, target_is_directory=True)
+        return dst
+
+    return make
 
 
 def npm_install(name: str) -> Path:

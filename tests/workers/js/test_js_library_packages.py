@@ -14,8 +14,6 @@ from alarmkit.workers import run_worker
 from alarmkit.workers.js.projects import install_project
 from alarmkit.workers.js.scenarios import notebook_worker
 
-from conftest import lib_project  # tests/workers/js/conftest.py
-
 
 @pytest.fixture(scope="module")
 def agent_project(js_host):
@@ -72,8 +70,8 @@ def test_the_same_seed_gives_the_same_schedules(agent_project):
 # once into the cache by conftest's js_libs; each test runs a copy of one of its projects
 
 
-def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(js_libs, tmp_path):
-    actor = lib_project("actor", tmp_path, js_libs)
+def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(lib_project):
+    actor = lib_project("actor")
     run = run_worker(None, actor / "drive.json", wrangler=actor / "wrangler.jsonc")
     ev = run.sim.events()
     s = library_schedules(ev)
@@ -90,8 +88,8 @@ def test_actors_drops_a_callback_that_throws_once_and_the_verdict_names_it(js_li
         "failed attempt: Error: flaky fails once"]
 
 
-def test_partyserver_keeps_no_schedules_of_its_own(js_libs, tmp_path):
-    party = lib_project("party", tmp_path, js_libs)
+def test_partyserver_keeps_no_schedules_of_its_own(lib_project):
+    party = lib_project("party")
     run = run_worker(None, party / "drive.json", wrangler=party / "wrangler.jsonc")
     ev = run.sim.events()
     assert not ev["kind"].str.startswith("lib_").any() and (ev["kind"] == "fire").sum() == 6

@@ -11,9 +11,7 @@ import sys
 import pytest
 
 import alarmkit as ak
-from conftest import lib_project
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def cli(*args, cwd=None):
@@ -22,15 +20,15 @@ def cli(*args, cwd=None):
                           cwd=cwd, timeout=600)
 
 
-def run_project(name, tmp_path, js_libs, until):
-    p = lib_project(name, tmp_path, js_libs)
+def run_project(lib_project, name):
+    p = lib_project(name)
     sim = ak.Simulation(seed=0)
     w = sim.load_worker(wrangler=p / "wrangler.jsonc")
     return p, sim, w
 
 
-def test_agent_schedule_delay_date_cron_cancel_and_a_callback_that_throws_once(tmp_path, js_libs):
-    p, sim, w = run_project("agent", tmp_path, js_libs, 700_000)
+def test_agent_schedule_delay_date_cron_cancel_and_a_callback_that_throws_once(lib_project):
+    p, sim, w = run_project(lib_project, "agent")
     assert w.fetch("/start").text() == "ok"
     sim.run(until=700_000)
     assert w.logs == [
@@ -44,8 +42,8 @@ def test_agent_schedule_delay_date_cron_cancel_and_a_callback_that_throws_once(t
     assert [(s["callback"], s["time"]) for s in out["schedules"]] == [("tick", 900)]
 
 
-def test_agent_through_the_cli_drive(tmp_path, js_libs):
-    p = lib_project("agent", tmp_path, js_libs)
+def test_agent_through_the_cli_drive(lib_project):
+    p = lib_project("agent")
     r = cli("worker", "--wrangler", str(p / "wrangler.jsonc"), "--drive", str(p / "drive.json"), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -54,8 +52,8 @@ def test_agent_through_the_cli_drive(tmp_path, js_libs):
     assert out["final_alarms"] == {"r1": 900_000} and out["expect_failures"] == []
 
 
-def test_actor_alarms_and_its_cold_wake(tmp_path, js_libs):
-    p, sim, w = run_project("actor", tmp_path, js_libs, 700_000)
+def test_actor_alarms_and_its_cold_wake(lib_project):
+    p, sim, w = run_project(lib_project, "actor")
     assert w.fetch("/start").text() == "scheduled"
     sim.run(until=700_000)
     assert w.logs == [
@@ -67,8 +65,8 @@ def test_actor_alarms_and_its_cold_wake(tmp_path, js_libs):
     ]
 
 
-def test_actor_through_the_cli_drive(tmp_path, js_libs):
-    p = lib_project("actor", tmp_path, js_libs)
+def test_actor_through_the_cli_drive(lib_project):
+    p = lib_project("actor")
     r = cli("worker", "--wrangler", str(p / "wrangler.jsonc"), "--drive", str(p / "drive.json"), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -77,8 +75,8 @@ def test_actor_through_the_cli_drive(tmp_path, js_libs):
     assert out["final_alarms"] == {"default": 900_000}
 
 
-def test_partyserver_rooms_with_and_without_hibernation_broadcast_from_on_alarm(tmp_path, js_libs):
-    p = lib_project("party", tmp_path, js_libs)
+def test_partyserver_rooms_with_and_without_hibernation_broadcast_from_on_alarm(lib_project):
+    p = lib_project("party")
     r = cli("worker", "--wrangler", str(p / "wrangler.jsonc"), "--drive", str(p / "drive.json"), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -43,8 +43,16 @@ def test_an_outside_reaching_builtin_imports_and_refuses_its_use_by_name(surface
 
 def test_without_nodejs_compat_a_builtin_does_not_build(js_host):
     with pytest.raises(ak.JsHostError, match=r'"node:async_hooks" is a Node.js built-in module, which workerd gives a '
-                                             r'Worker only under the compatibility flag "nodejs_compat" \(or "nodejs_als"\)'):
-        ak.Simulation().load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
+                                             r'Worker only under the compatibility flag "nodejs_compat" \(or "nodejs_als"\) '
+                                             r'\(or a compatibility date from 2026-08-04 on\)'):
+        ak.Simulation(compatibility_date="2026-08-03").load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
+    with pytest.raises(ak.JsHostError, match=r'flags now: \["no_nodejs_compat"\]'):
+        ak.Simulation(compatibility_date="2026-08-04").load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"},
+                                                                   compatibility_flags=["no_nodejs_compat"])
+    # from 2026-08-04 nodejs_compat is the default (workerd 1.20261117.1 says so, and its table holds the date)
+    sim = ak.Simulation(compatibility_date="2026-08-04")
+    w = sim.load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface"})
+    assert sim.call(w.env.SURFACE.getByName("s").node())["ext"] == ".txt"
 
 
 def test_async_local_storage_kept_across_virtual_timers(surface):
@@ -120,4 +128,34 @@ def test_a_dev_vars_line_that_is_not_name_value_is_refused(js_host, tmp_path):
     (tmp_path / "wrangler.jsonc").write_text('{"main": "%s"}' % (js_host / "ttl.js"))
     (tmp_path / ".dev.vars").write_text("GOOD=1\nnot a pair\n")
     with pytest.raises(ak.WorkerError, match=r"\.dev\.vars, line 2: expected NAME=value \(NAME an identifier\), got 'not a pair'"):
+        ak.Simulation().load_worker(wrangler=tmp_path / "wrangler.jsonc")
+
+
+def test_process_is_the_workers_with_its_text_vars_and_the_virtual_clock(js_host):
+    sim = ak.Simulation(seed=1, compatibility_date="2026-09-01")
+    w = sim.load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface", "TOKEN": ak.workers.Var("t0k"),
+                                                          "LIMITS": ak.workers.Var({"n": 1})},
+                        compatibility_flags=["nodejs_compat"])
+    sim.run(until=1_500)
+    out = sim.call(w.env.SURFACE.getByName("s").proc())
+    assert out == {"env": {"TOKEN": "t0k"}, "same": True, "hr": [1, 500_000_000], "up": 1.5, "home": None,
+                   "exit": "WorkerUnsupported: process.exit() is refused under alarmkit's JavaScript host: a Worker "
+                           "does not own its process; throw an error (or ctx.abort()) instead"}
+    sim2 = ak.Simulation(compatibility_date="2025-03-01")   # before nodejs_compat_populate_process_env's default
+    w2 = sim2.load_worker(js_host / "surface.js", bindings={"SURFACE": "Surface", "TOKEN": ak.workers.Var("t0k")},
+                          compatibility_flags=["nodejs_compat"])
+    assert sim2.call(w2.env.SURFACE.getByName("s").proc())["env"] == {}
+
+
+def test_wrangler_define_and_alias_shape_the_bundle(js_host, tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "real.js").write_text('export const who = "aliased";\n')
+    (tmp_path / "w.js").write_text('import { who } from "fake-lib";\n'
+                                   'export default { async fetch() { return new Response(`${__GREETING__} ${who}`); } };\n')
+    (tmp_path / "wrangler.jsonc").write_text('{"main": "w.js", "define": {"__GREETING__": "\\"hi\\""}, '
+                                             '"alias": {"fake-lib": "./lib/real.js"}}')
+    w = ak.Simulation().load_worker(wrangler=tmp_path / "wrangler.jsonc")
+    assert w.fetch("/").text() == "hi aliased"
+    (tmp_path / "wrangler.jsonc").write_text('{"main": "w.js", "alias": {"fake-lib": 3}}')
+    with pytest.raises(ak.WorkerError, match=r"alias must be a table of text to text, as wrangler's, got \{'fake-lib': 3\}"):
         ak.Simulation().load_worker(wrangler=tmp_path / "wrangler.jsonc")

@@ -10,7 +10,8 @@
 // lets it import, and every use of it throws `WorkerUnsupported` naming the module and the member
 // (refused.mjs): a library that imports `node:http` at its top and never calls it loads, and a call
 // never leaves the simulation silently. `node:timers`, `node:perf_hooks` and `node:crypto`'s random
-// members run on the virtual clock and the seed, as the globals do.
+// members run on the virtual clock and the seed, as the globals do; `node:process` is the worker's
+// `process` (node-process.mjs).
 import { builtinModules } from "node:module";
 import { pathToFileURL } from "node:url";
 
@@ -27,23 +28,32 @@ export const OUTSIDE = {
   module: "the module loader", sqlite: "the file system", "test": "the test runner", sea: "the machine",
 };
 // on the simulation's clock and seed: the host's own versions
-const VIRTUAL = { timers: "node-timers.mjs", "timers/promises": "node-timers-promises.mjs", perf_hooks: "node-perf-hooks.mjs", crypto: "node-crypto.mjs" };
+const VIRTUAL = { process: "node-process-module.mjs", timers: "node-timers.mjs", "timers/promises": "node-timers-promises.mjs", perf_hooks: "node-perf-hooks.mjs", crypto: "node-crypto.mjs" };
 
 function builtinOf(spec) {
   const bare = spec.startsWith("node:") ? spec.slice(5) : spec;
   return BUILTINS.has(bare) || spec.startsWith("node:") ? bare : null;
 }
 
+// nodejs_compat: the flag, or the compatibility date from 2026-08-04 on unless no_nodejs_compat (workerd
+// 1.20261117.1's compatibility table; workerd says "nodejs_compat became the default as of 2026-08-04")
+export function nodejsCompat(flags, compat) {
+  if (flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2")) return true;
+  return typeof compat === "string" && compat >= "2026-08-04" && !flags.includes("no_nodejs_compat");
+}
+
 function flagHint(spec, name, flags) {
   const what = name === "async_hooks" ? '"nodejs_compat" (or "nodejs_als")' : '"nodejs_compat"';
   return `"${spec}" is a Node.js built-in module, which workerd gives a Worker only under the compatibility flag ` +
-    `${what}; add it to compatibility_flags in the wrangler file, or pass compatibility_flags= to load_worker ` +
-    `(flags now: ${JSON.stringify(flags)})`;
+    `${what} (or a compatibility date from 2026-08-04 on); add it to compatibility_flags in the wrangler file, ` +
+    `or pass compatibility_flags= to load_worker (flags now: ${JSON.stringify(flags)})`;
 }
 
-export async function bundle(entry, esbuildPath, flags = []) {
+// build: the wrangler file's `define` (text substituted at bundle time) and `alias` (a module name to
+// the module bundled in its place: a package name, or an absolute path Python resolved)
+export async function bundle(entry, esbuildPath, flags = [], build = {}, compat = null) {
   const esbuild = await import(pathToFileURL(esbuildPath).href);
-  const nodejs = flags.includes("nodejs_compat") || flags.includes("nodejs_compat_v2");
+  const nodejs = nodejsCompat(flags, compat);
   const als = nodejs || flags.includes("nodejs_als");
   const host = (file) => new URL(file, HERE).href;
   const out = await (esbuild.build || esbuild.default.build)({
@@ -57,6 +67,8 @@ export async function bundle(entry, esbuildPath, flags = []) {
     conditions: ["workerd", "worker", "browser"],
     mainFields: ["browser", "module", "main"],
     logLevel: "silent",
+    define: build.define || {},
+    alias: build.alias || {},
     plugins: [{
       name: "alarmkit-cloudflare",
       setup(b) {

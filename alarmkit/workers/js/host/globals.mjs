@@ -123,7 +123,7 @@ if (typeof IteratorProto.filter !== "function") {
 // (point-in-time recovery: src/workerd/api/actor-state.h, getCurrentBookmark and friends)
 export function installRefused(StorageClass) {
   const why = "point-in-time recovery (bookmarks) is not modelled by the simulation";
-  for (const name of ["getCurrentBookmark", "getBookmarkForTime", "onNextSessionRestoreBookmark", "waitForBookmark"]) {
+  for (const name of ["getCurrentBookmark", "getBookmarkForTime", "onNextSessionRestoreBookmark"]) {
     if (name in StorageClass.prototype) continue;
     const value = function () {
       return Promise.reject(unsupported(`ctx.storage.${name}()`, why));

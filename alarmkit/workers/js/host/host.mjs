@@ -14,6 +14,7 @@
 // Math.random and crypto.getRandomValues/randomUUID come from the simulation's clock and seed.
 
 import { setImmediate as nodeSetImmediate } from "node:timers";
+import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
 import * as cfw from "./cloudflare-workers.mjs";
 import { bundle } from "./bundle.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
@@ -22,6 +23,7 @@ import { DurableObjectId, DurableObjectState, Storage, hexOf, makeEnv, requestFr
 import { exportsObject, facetIds, setModule } from "./facets.mjs";
 import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
 import { installRefused } from "./globals.mjs";
+import { installProcess, populatesEnv } from "./node-process.mjs";
 import { GLOBALS, refuseMissing } from "./surface.mjs";
 
 refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
@@ -53,7 +55,7 @@ async function load(msg) {
   seedRandom(msg.seed);
   let code;
   try {
-    code = await bundle(msg.entry, msg.esbuild, msg.flags || []);
+    code = await bundle(msg.entry, msg.esbuild, msg.flags || [], msg.build || {}, msg.compat);
   } catch (e) {
     const errors = e.errors || [];
     const first = errors.length ? errors[0] : null;
@@ -63,6 +65,8 @@ async function load(msg) {
     if (pkg) text += ` (a package the project's node_modules does not hold: install the project's dependencies, e.g. npm ci in its folder)`;
     return { t: "error", error: { name: "BuildError", message: text } };
   }
+  // after the bundle: esbuild, in this process, spawns its service with the host's own process.env
+  installProcess(msg.vars || {}, populatesEnv(msg.flags || [], msg.compat));
   try {
     mod = await import("data:text/javascript;base64," + Buffer.from(code, "utf8").toString("base64"));
   } catch (e) {

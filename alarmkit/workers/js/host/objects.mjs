@@ -218,8 +218,9 @@ export class DurableObjectState {
     // ctx.facets where the simulation's profile has facets (workerd's do; celld's has none)
     if (facets) this.facets = new DurableObjectFacets(iid);
     this.exports = exportsObject;
-    // as workerd gives an object started by a stub without props and configured without a container
-    this.props = undefined;
+    // as workerd 1.20261117.1 gives an object started without props and configured without a container
+    // (probed: ctx.props is {}, ctx.container undefined; tests/workers/js/test_js_surface_check.py)
+    this.props = {};
     this.container = undefined;
     refuseMissing(this, CTX, "ctx");
     refuseMissing(this.storage, STORAGE, "ctx.storage");
@@ -260,12 +261,17 @@ export function hexOf(binding, name) {
   return out;
 }
 
+function DurableObjectStub() {
+  throw new TypeError("Illegal constructor");
+}
+
 function makeStub(binding, id) {
   const key = id.name !== undefined ? id.name : id.toString();
   return new Proxy({}, {
     get(_t, prop) {
       if (prop === "id") return id;
       if (prop === "name") return id.name;
+      if (prop === "constructor") return DurableObjectStub; // the stub's own, never an RPC (as workerd's)
       if (typeof prop !== "string" || prop === "then") return undefined;
       if (prop === "fetch") {
         return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);

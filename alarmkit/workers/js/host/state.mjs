@@ -1,5 +1,6 @@
 // The host's shared state and its pipe to Python (see host.mjs for the protocol).
 import fs from "node:fs";
+import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
 
 const IN = Number(process.argv[2]); // the pipe ends Python passed (their numbers in this process)
 const OUT = Number(process.argv[3]);

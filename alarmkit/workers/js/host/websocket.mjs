@@ -186,7 +186,7 @@ const hibernation = {
   },
   getTags(ws) {
     const e = socketsOf(this._iid).find((x) => x.ws === ws);
-    if (!e) throw new TypeError("getTags() only works for WebSockets accepted with ctx.acceptWebSocket()");
+    if (!e) throw new Error("you must call 'acceptWebSocket()' before attempting to access the tags of a WebSocket.");
     return [...e.tags];
   },
   setWebSocketAutoResponse(pair) {

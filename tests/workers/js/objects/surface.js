@@ -9,6 +9,7 @@ import { Buffer } from "node:buffer";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as fs from "node:fs";
 import { EventEmitter } from "events";
+import nodeProcess from "node:process";
 const path = require("path");
 
 const als = new AsyncLocalStorage();
@@ -90,6 +91,16 @@ export class Surface extends DurableObject {
   }
   exportsSeen() {
     return [typeof exports.Surface.idFromName, typeof this.ctx.exports.Surface.getByName, this.env.NOT_BOUND === undefined];
+  }
+  proc() {
+    let exit = null;
+    try {
+      process.exit(1);
+    } catch (e) {
+      exit = `${e.name}: ${e.message}`;
+    }
+    return { env: process.env, same: nodeProcess.env === process.env, hr: process.hrtime(), up: process.uptime(),
+      home: process.env.HOME ?? null, exit };
   }
   _private() {
     return "underscore ok";
