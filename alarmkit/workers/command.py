@@ -117,6 +117,7 @@ def _run(args: argparse.Namespace) -> int:
                             compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile)
         if report is not None:
             export_html(result, report)
+        schedules = _schedules(result)  # read while the journal is open (sim.events() reads it)
     finally:
         if journal is not None:
             journal.close()
@@ -124,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
                "attempts": result.attempts, "requests": result["requests"], "failed": result["failed"],
                "pending": result["pending"], "expectations": result["expectations"],
                "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
-               "library_schedules": _schedules(result)}
+               "library_schedules": schedules}
     if args.json:
         print(json.dumps(summary, default=str))
     else:
