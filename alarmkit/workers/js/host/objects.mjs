@@ -304,6 +304,9 @@ class Namespace {
   getByName(name) {
     return this.get(this.idFromName(name));
   }
+  jurisdiction(_name) {
+    return this; // where objects live is not simulated: the same namespace (workerd's restricts their location)
+  }
 }
 
 // env: Durable Object namespaces, fetch handlers and Python objects given as bindings (every call goes

@@ -63,6 +63,7 @@ export class WebSocket extends EventTarget {
     this.protocol = "";
     this.extensions = "";
     this.binaryType = "arraybuffer";
+    this.bufferedAmount = 0; // a message reaches its peer within the turn: nothing waits in a buffer
     for (const k of ["onopen", "onmessage", "onclose", "onerror"]) this[k] = null;
   }
   get readyState() {
@@ -170,6 +171,10 @@ function socketsOf(iid) {
 }
 
 const hibernation = {
+  // not a method, but on the same prototype: workerd's ctx.props (a worker's props; none here)
+  get props() {
+    return {};
+  },
   acceptWebSocket(ws, tags = []) {
     if (!(ws instanceof WebSocket)) throw new TypeError("acceptWebSocket() needs the server end of a WebSocketPair");
     if (ws._accepted || ws._owner !== null) throw new TypeError("Can't acceptWebSocket() a WebSocket that was already accepted.");
@@ -211,8 +216,8 @@ const hibernation = {
 };
 
 export function installHibernation(StateClass) {
-  for (const [k, fn] of Object.entries(hibernation)) {
-    Object.defineProperty(StateClass.prototype, k, { value: fn, writable: true, configurable: true });
+  for (const [k, d] of Object.entries(Object.getOwnPropertyDescriptors(hibernation))) {
+    Object.defineProperty(StateClass.prototype, k, { ...d, configurable: true });
   }
 }
 

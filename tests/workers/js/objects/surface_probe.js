@@ -29,6 +29,7 @@ export class P extends DurableObject {
       none: this.ctx.getWebSockets("x").length, tags: this.ctx.getTags(server), auto: this.ctx.getWebSocketAutoResponse(),
       stamp: this.ctx.getWebSocketAutoResponseTimestamp(server), open: [WebSocket.OPEN, WebSocket.READY_STATE_OPEN],
       attach: server.deserializeAttachment(), rs: server.readyState, timeout: this.ctx.getHibernatableWebSocketEventTimeout() ?? null };
+    out.members = { bufferedAmount: server.bufferedAmount, props: this.ctx.props };
     try { this.ctx.getTags(client); } catch (e) { out.tagsOfOther = `${e.name}: ${e.message}`; }
     try { client.send("x"); } catch (e) { out.sendUnaccepted = `${e.name}: ${e.message}`; }
     return out;
