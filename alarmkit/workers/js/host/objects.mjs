@@ -218,9 +218,8 @@ export class DurableObjectState {
     // ctx.facets where the simulation's profile has facets (workerd's do; celld's has none)
     if (facets) this.facets = new DurableObjectFacets(iid);
     this.exports = exportsObject;
-    // as workerd 1.20261117.1 gives an object started without props and configured without a container
-    // (probed: ctx.props is {}, ctx.container undefined; tests/workers/js/test_js_surface_check.py)
-    this.props = {};
+    // as workerd 1.20261117.1 gives an object configured without a container (probed: ctx.container is
+    // undefined, tests/workers/js/test_js_surface_check.py); ctx.props is websocket.mjs's ({})
     this.container = undefined;
     refuseMissing(this, CTX, "ctx");
     refuseMissing(this.storage, STORAGE, "ctx.storage");
