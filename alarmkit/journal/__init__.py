@@ -15,14 +15,18 @@ from ._events import PACKED_SQL, WIDTH, EventBatch, EventBuffer, EventRow, arm_d
 from ._frames import BATCH_SIZE, EVENT_COLUMNS, EVENT_KINDS, check_frame, frame_rows, rows_to_frame
 from ._journal import Journal, check_duckdb_file
 from ._verdict import Finding, Verdict, verdict_of, verdict_of_events
-from ._kinds import CLASS_OF, DEATH, DUPLICATE, RUNTIME_KINDS, class_counts, custom_event, kind_class, kinds_of, run_counts
+from ._library import Schedule, library_schedules, mentions_library_table, read_schedules, schedule_rows
+from ._library import library_failure
+from ._kinds import CLASS_OF, DEATH, DUPLICATE, LIBRARY_KINDS, RUNTIME_KINDS, class_counts, custom_event, kind_class, kinds_of, run_counts
 
 __all__ = [
     "Journal", "check_duckdb_file", "EVENT_COLUMNS", "EVENT_KINDS", "BATCH_SIZE", "EventRow", "rows_to_frame", "frame_rows", "check_frame",
     # the journal's rows and kinds, for the wings above (the runtime writes them, the figures read them)
     "EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail", "PACKED_SQL", "render_packed",
     "CLASS_OF", "DEATH", "DUPLICATE", "RUNTIME_KINDS", "class_counts", "custom_event", "kind_class", "kinds_of",
-    "run_counts", "Verdict", "Finding", "verdict_of", "verdict_of_events",
+    "run_counts", "LIBRARY_KINDS", "library_schedules",
+    # a library's own schedules, read from its tables (alarmkit.workers reads them after each turn)
+    "Schedule", "library_failure", "mentions_library_table", "read_schedules", "schedule_rows", "Verdict", "Finding", "verdict_of", "verdict_of_events",
 ]
 
 from .._public import publish as _publish  # noqa: E402

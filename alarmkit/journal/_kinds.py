@@ -23,6 +23,11 @@ class                kinds (who writes them)
 ``restart``          ``restart``
 ``process death``    an ``evict`` whose reason is not ``idle`` (forced or injected; not a journal kind)
 ``lifecycle``        ``construct``, ``call``, ``evict`` (idle), ``bucket``, ``clock_start`` (a clock from an epoch)
+``library schedule`` ``lib_schedule`` (a library's own schedule appeared or moved: ``_library``)
+``library ran``      ``lib_ran``
+``library failed``   ``lib_failed`` (a recurring one failed and moved on)
+``library dropped``  ``lib_dropped`` (the library dropped it after it failed)
+``library cancelled`` ``lib_cancelled``
 ===================  ==========================================================================
 
 Every other kind counts under its own name: the keepalive's ``keepalive_arm``/``_disarm``/``_fire``
@@ -57,7 +62,12 @@ CLASS_OF: dict[str, str] = {
     "restart": "restart",
     "construct": "lifecycle", "call": "lifecycle", "evict": "lifecycle", "bucket": "lifecycle",
     "clock_start": "lifecycle", "cpu": "lifecycle",
+    "lib_schedule": "library schedule", "lib_ran": "library ran", "lib_failed": "library failed",
+    "lib_dropped": "library dropped", "lib_cancelled": "library cancelled",
 }
+
+# The kinds alarmkit writes for a library's own schedules (``_library.schedule_rows``, the one builder).
+LIBRARY_KINDS = frozenset({"lib_schedule", "lib_ran", "lib_failed", "lib_dropped", "lib_cancelled"})
 
 
 # The kinds the runtime journals itself. Summaries and checks read them by meaning (a fire is an
@@ -152,6 +162,10 @@ def custom_event(kind: Any, scheduled_ms: Any, prev_ms: Any, retry_count: Any, d
     """Refuse a custom event (``journal_event``) the journal could not hold, or would read as the
     runtime's own; return its detail."""
     text("journal_event(kind)", kind)
+    if kind in LIBRARY_KINDS:
+        raise InvalidValue(f"journal_event kind {kind!r} is one alarmkit journals for a library's own schedules (the "
+                           f"timeline, the report and the verdict read it as the library's); name yours differently, "
+                           f"e.g. 'my_{kind}'")
     if kind in RUNTIME_KINDS:
         raise InvalidValue(f"journal_event kind {kind!r} is one the runtime journals itself (summaries and checks "
                            f"read it as the runtime's: {kind!r} rows count as alarm activity); name yours "

@@ -31,6 +31,9 @@ the violations of these invariants:
     forever, the backoff capped at 1024 s). Reported once per alarm with its cost: the alarm()
     invocations it took and the time it kept the object waking. Needs no obligation.
 
+``library_dropped``
+    A library (Agents SDK, Actors) dropped its own schedule after its callback failed (``lib_dropped``). Needs no obligation.
+
 Duplicates (an effect that ran more than once for one obligation) are reported, not violations:
 at-least-once delivery makes them expected; the effect must tolerate them.
 """
@@ -43,6 +46,7 @@ from typing import Any, Iterable
 from ..errors import AlarmkitError, InvalidValue
 from ._events import EventRow
 from ._frames import frame_rows
+from ._library import drop_message
 
 __all__ = ["Obligation", "Violation", "Report", "check", "check_run", "INVARIANTS", "DEFAULT_GRACE_MS",
            "DEFAULT_MAX_UNCOUNTED_RETRIES"]
@@ -57,6 +61,7 @@ INVARIANTS = {
     "late": "an obligation was done more than max_late_ms after it was due",
     "runaway_retries": "one alarm was retried more than max_uncounted_retries times for uncounted failures",
     "expect": "a stated expectation about the end state did not hold (an expect_failed event: a worker drive's expect)",
+    "library_dropped": "a library (Agents SDK, Actors) dropped one of its own schedules after its callback failed",
 }
 # After the last fault, how long the platform may take before the object's work is done:
 # the longest retry backoff (2 << 9 s plus 25 % jitter, alarm-scheduler.h) plus the documented
@@ -248,6 +253,9 @@ def check_run(events: Any, obligations: Iterable[Any] = (), horizon_ms: int | No
     if "expect" in wanted:  # journaled by whoever checked the end state (alarmkit.workers.drive)
         violations += [Violation("expect", r.object_id, r.t_ms, (r.detail or {}).get("message", "an expectation failed"))
                        for r in rows if r.kind == "expect_failed"]
+    if "library_dropped" in wanted:  # journaled by alarmkit.workers._libs from the library's own table
+        violations += [Violation("library_dropped", r.object_id, r.t_ms, drop_message(d, r.scheduled_ms, r.t_ms), d.get("id"))
+                       for r in rows if r.kind == "lib_dropped" for d in [r.detail or {}]]
     for row in table:
         del row["early"]
     violations.sort(key=lambda v: (v.t_ms if v.t_ms is not None else -1, v.invariant))

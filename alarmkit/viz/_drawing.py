@@ -124,6 +124,7 @@ class _Drawer:
         moved = user[user["prev_scheduled_ms"].notna() & (user["prev_scheduled_ms"] != user["scheduled_ms"])]
         new = user[user["prev_scheduled_ms"].isna() & (user["scheduled_ms"] != user["t_ms"])]
         retry = df[(df["kind"] == "retry_scheduled") & df["scheduled_ms"].notna()]
+        lib = df[(df["kind"] == "lib_schedule") & df["scheduled_ms"].notna() & (df["scheduled_ms"] > df["t_ms"])]
         new, moved, retry = (self.cut_at_change(df, x) for x in (new, moved, retry))
         groups = [  # (legend, role, events, start column, line, opacity, offset from the alarm row)
             ("alarm armed → due", "lead", new, "t_ms", dict(color=BLUE, width=1, dash="dot"), 0.6, 0.07),
@@ -132,6 +133,7 @@ class _Drawer:
             ("alarm moved later", "later", moved[moved["scheduled_ms"] > moved["prev_scheduled_ms"]],
              "prev_scheduled_ms", dict(color=ORANGE, width=2.5, dash="dash"), 1.0, 0.0),
             ("retry backoff", "retry", retry, "t_ms", dict(color=PURPLE, width=2), 0.9, 0.0),
+            ("library schedule → due", "lib", lib, "t_ms", dict(color=GREEN, width=1, dash="dot"), 0.7, 0.14),
         ]
         for name, role, sub, start, line, opacity, dy in groups:
             if not sub.empty and not (self.large and role == "lead"):  # leads are the bulk of a big file

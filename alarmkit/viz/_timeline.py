@@ -61,15 +61,22 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "evict": (GREY, "x-thin-open", 9, 1),  # idle eviction: nothing was running
     DEATH: (VERMILION, "circle-x-open", 13, 1),  # the process went away with work in flight
     "expect_failed": (VERMILION, "x-thin-open", 14, 1),  # a drive's expectation did not hold: never green
+    # a library's own schedules (the Agents SDK's, Actors'), read from its table (journal/_library.py)
+    "lib_schedule": (GREEN, "triangle-down-open", 9, -1),
+    "lib_ran": (GREEN, "circle-open", 9, 1),
+    "lib_failed": (ORANGE, "square-x-open", 11, 1),
+    "lib_dropped": (VERMILION, "square-x", 13, 1),
+    "lib_cancelled": (GREY, "diamond-x-open", 9, 1),
 }
-_LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled"}  # a move's class
+_LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled", "lib": "lib_schedule"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
 ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)
 OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density map plus the notable events
 DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
 NOTABLE = {DUPLICATE, DEATH, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
-           "facet_broken", "actor_broken", "revival", "deploy", "expect_failed"}  # drawn even in the zoomed-out overview
+           "facet_broken", "actor_broken", "revival", "deploy", "expect_failed", "lib_dropped",
+           "lib_failed"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800
 DENSITY_SCALE = [[0, "#eaf2fa"], [0.1, "#c6dbef"], [0.3, "#85b5da"], [0.6, "#3f7fbf"], [1, "#08306b"]]
 TICK_LIMIT = 60  # above this many lanes, only every k-th lane is named on the axis

@@ -26,6 +26,7 @@ from .plots import (
 )
 from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
+from ._libraries import library_rows
 from ..journal import verdict_of_events
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 from .pages import (  # noqa: F401  (PLOTLY_TAG, is_plotly_js, check_plotly_js: their old home is this module)
@@ -123,6 +124,7 @@ def summary_rows(events: pd.DataFrame, run: dict | None = None, violations: Iter
         shown = {k: v for k, v in (run.get("params") or {}).items() if k != "imported"}
         rows[4] = ("parameters", json.dumps(shown, default=str), False)
         rows.extend(real_rows(run, events))
+    rows.extend(library_rows(events))  # a library's own schedules (the Agents SDK's, Actors')
     if violations is not None:
         found = [_violation(v) for v in getattr(violations, "violations", violations)]  # a Report or a list
         rows.append(("violations", "\n".join(found) if found else "none", bool(found)))

@@ -158,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         verdict = result.verdict  # read while the journal is open (a journaled run's events live there)
         if report is not None:
             export_html(result, report)
+        schedules = _schedules(result)  # read while the journal is open (sim.events() reads it)
     finally:
         if journal is not None:
             journal.close()
@@ -166,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
                "pending": result["pending"], "expectations": result["expectations"],
                "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
                "verdict": verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
-               "bindings": _bindings(result)}
+               "bindings": _bindings(result), "library_schedules": schedules}
     if args.json:
         print(json.dumps(summary, default=str))
     else:
@@ -196,6 +197,25 @@ def _alarms(result: Any) -> dict:
     return {k: (None if v is None else v - sim.start_ms) for k, v in sim.alarms().items()}
 
 
+def _schedules(result: Any) -> list[dict]:
+    """The schedules a library (Agents SDK, Actors) kept in its own table, as it saw them (docs/workers.md)."""
+    import pandas as pd
+
+    from ..journal import library_schedules
+
+    df = library_schedules(result.sim.events())
+    return [{k: (None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v) for k, v in row.items()}
+            for row in df.astype(object).to_dict("records")]
+
+
+def _schedule_line(d: dict) -> str:
+    end = f" at {d['ended_ms']} ms" if d["ended_ms"] is not None and d["outcome"] != "pending" else ""
+    tries = f" after {d['attempts']} attempt{'s' * (d['attempts'] != 1)}" if d["attempts"] is not None else ""
+    err = f": {d['error']}" if d["error"] else ""
+    return (f"  {d['library']} schedule {d['id']} {d['callback']}() on {d['object']} due {d['due_ms']} ms: "
+            f"{d['outcome']}{end}{tries}{err}")
+
+
 def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     from ..scenarios.registry import attempt_text
 
@@ -215,6 +235,7 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     for a in s["attempts"]:
         lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}  "
                            f"{attempt_text(a)}", 300))
+    lines += [clean(_schedule_line(d), 300) for d in s["library_schedules"]]
     alarms = ", ".join(f"{k}: {'none' if v is None else f'{v} ms'}" for k, v in s["final_alarms"].items()) or "no objects"
     lines.append(clean(f"  alarms left: {alarms}", 400))
     for f in s["expect_failures"]:

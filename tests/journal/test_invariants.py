@@ -156,4 +156,4 @@ def test_invariants_can_be_chosen_and_unknown_names_are_refused():
     with pytest.raises(AlarmkitError, match=r"^check\(\) needs the RunResult run_scenario returns, got dict"):
         check({"scenario": "x"})
     assert set(INVARIANTS) == {"lost", "early_effect", "early_fire", "concurrent_alarm", "alarm_pushed_past_due",
-                               "dropped_wakeup", "late", "runaway_retries", "expect"}
+                               "dropped_wakeup", "late", "runaway_retries", "expect", "library_dropped"}

@@ -36,7 +36,7 @@ def test_a_broken_obligation_is_named_with_object_time_and_cause():
     assert (first.invariant, first.object, first.t_ms) == ("lost", "naive", 120_000)
     assert first.text == ("send_digest(2) on naive, due at 120 s, never ran: its alarm() run at 120.002 s failed "
                           "(DownstreamDown) after setting the next alarm (180 s), which replaced the retry")
-    assert v.headline == "BROKEN: 7 violations (1 of 10 obligations lost; 8 invariants checked)"
+    assert v.headline == "BROKEN: 7 violations (1 of 10 obligations lost; 9 invariants checked)"
     assert v.lines()[1] == "✗ " + first.text
     # the fixed object sets its next alarm last, is retried and sends every digest: nothing lost on it
     assert all(f.object == "naive" for f in v.findings)
@@ -57,10 +57,10 @@ def test_other_causes_are_read_from_the_journal():
 def test_held_only_when_obligations_were_checked():
     held = run_scenario("lease-ledger", profile=EXACT).verdict
     assert held.held is True and held.findings == ()
-    assert held.headline == "all obligations held (6 checked; 8 invariants checked, none broken)"
+    assert held.headline == "all obligations held (6 checked; 9 invariants checked, none broken)"
     none = run_scenario("lease-normal", profile=EXACT).verdict  # no obligations declared: it does not say "held"
     assert none.held is True and none.obligations == 0 and "held" not in none.headline
-    assert none.headline.startswith("no obligations declared, so none checked; 3 run-wide invariants checked")
+    assert none.headline.startswith("no obligations declared, so none checked; 4 run-wide invariants checked")
     nothing = verdict_of_events(run_scenario("lease-normal", profile=EXACT).events.iloc[:0])
     assert nothing.held is None and nothing.headline == "nothing was checked: the run has no events"
 
@@ -69,7 +69,7 @@ def test_the_cli_prints_the_verdict_first(tmp_path):
     out = cli("run", "prod-set-early-throw-later", cwd=tmp_path)
     assert out.returncode == 1, out.stderr  # a broken verdict fails the command, as pytest does on a failure
     lines = out.stdout.splitlines()
-    assert lines[0] == "verdict: BROKEN: 7 violations (1 of 10 obligations lost; 8 invariants checked)"
+    assert lines[0] == "verdict: BROKEN: 7 violations (1 of 10 obligations lost; 9 invariants checked)"
     assert lines[1].startswith("  ✗ send_digest(2) on naive, due at 120 s, never ran: its alarm() run at 120.001 s")
     held = cli("run", "lease-ledger", "--json", cwd=tmp_path)
     data = json.loads(held.stdout)

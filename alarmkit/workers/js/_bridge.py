@@ -21,6 +21,7 @@ from ...runtime import DurableObject, Future
 from ...errors import (Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsHostLost, JsValueError,
                        SqlError, WorkerUnsupported)
 from .._base import Request, Response
+from .._libs import LibraryWatch
 from ._facet_ops import FACET
 from ._http import _fetched, _request_dict, _response, _response_dict
 from ._storage_ops import apply_op
@@ -166,6 +167,7 @@ class Bridge:
         self.facet_last: dict[tuple[int, str], int] = {}  # (parent iid, facet name) -> its newest stub number
         self.facet_classes: dict[str, type] = {}  # JS class name -> its class as a facet
         self.lost: str | None = None  # why the host is gone, once it is
+        self.libs = LibraryWatch(sim)  # the schedules libraries keep in their own tables (workers/_libs.py)
 
     def bind_class(self, binding: str, js_class: str, methods: list[str]) -> type:
         body: dict[str, Any] = {"_bridge": self, "_binding": binding, "_js_class": js_class, "__module__": __name__}

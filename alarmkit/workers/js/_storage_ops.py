@@ -95,6 +95,7 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
         if obj is not None and obj.ctx._host.ctx is obj.ctx:
             obj.ctx.journal_event("console", detail=detail)
             _recorded_effect(obj, op[3])
+            bridge.libs.console(obj.ctx._host, op[3])
         else:
             bridge.sim.journal_event("console", detail=detail)
         return None
@@ -126,7 +127,9 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
     elif kind == "deleteAll":
         storage.delete_all()  # the runtime's: keys, tables, and the alarm where the compatibility date says so
     elif kind == "sql":
-        return _sql(obj, op[2], op[3])
+        out = _sql(obj, op[2], op[3])
+        bridge.libs.sql(obj.ctx._host, op[2])  # a write to a library's own schedule table: read it now
+        return out
     elif kind == "dbsize":
         return obj.ctx.storage.sql.database_size
     elif kind == "getAlarm":

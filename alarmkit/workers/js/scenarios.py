@@ -19,10 +19,10 @@ REVOKE_URL = "https://revoker.example/revoke?id={}"
 
 
 def notebook_worker(name: str) -> Path:
-    """The path of a worker under notebooks/workers/: beside the notebook (JupyterLab's folder), or
+    """The path of a worker (a file or a project folder) under notebooks/workers/: beside the notebook (JupyterLab's folder), or
     in this source checkout's notebooks/ (how the notebook tests run it, from a temporary folder)."""
     for base in (Path.cwd() / "workers", Path(__file__).resolve().parents[3] / "notebooks" / "workers"):
-        if (base / name).is_file():
+        if (base / name).exists():
             return (base / name).resolve()
     raise AlarmkitError(f"no worker {name!r} in ./workers or the checkout's notebooks/workers; run from notebooks/")
 

@@ -24,6 +24,9 @@ import { exportsObject, facetIds, setModule } from "./facets.mjs";
 import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
 import { installRefused } from "./globals.mjs";
 import { installProcess, populatesEnv } from "./node-process.mjs";
+import { GLOBALS, refuseMissing } from "./surface.mjs";
+
+refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
 
 const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
 let mod = null;

@@ -3,6 +3,7 @@
 import { S, attempt, clone, decodeValue, encodeValue, show, syncOp } from "./state.mjs";
 import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
+import { CTX, SQL, STORAGE, refuseMissing } from "./surface.mjs";
 import { socketOf, socketToken } from "./websocket.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
@@ -79,6 +80,9 @@ class SqlStorage {
   }
   get databaseSize() {
     return syncOp(["dbsize", this._iid]);
+  }
+  get Cursor() {
+    return SqlCursor;
   }
 }
 
@@ -248,6 +252,12 @@ export class DurableObjectState {
     // ctx.facets where the simulation's profile has facets (workerd's do; celld's has none)
     if (facets) this.facets = new DurableObjectFacets(iid);
     this.exports = exportsObject;
+    // as workerd 1.20261117.1 gives an object configured without a container (probed: ctx.container is
+    // undefined, tests/workers/js/test_js_surface_check.py); ctx.props is websocket.mjs's ({})
+    this.container = undefined;
+    refuseMissing(this, CTX, "ctx");
+    refuseMissing(this.storage, STORAGE, "ctx.storage");
+    refuseMissing(this.storage.sql, SQL, "ctx.storage.sql");
   }
   blockConcurrencyWhile(fn) {
     // the callback runs later, not inside the caller (a constructor returns first), as workerd's

@@ -1,0 +1,25 @@
+// What a few members of the surface are, asked on real workerd and under alarmkit's host alike
+// (tests/workers/js/test_js_surface_check.py): the ones the host gives as values rather than behaviour
+// (in-memory storage on workerd has no SQL, so the SQL API is not asked here).
+import { DurableObject } from "cloudflare:workers";
+
+export class P extends DurableObject {
+  values() {
+    return {
+      props: this.ctx.props === undefined ? "undefined" : typeof this.ctx.props,
+      propsJson: JSON.stringify(this.ctx.props ?? null),
+      propsKeys: this.ctx.props && typeof this.ctx.props === "object" ? Object.keys(this.ctx.props) : null,
+      container: this.ctx.container === undefined ? "undefined" : typeof this.ctx.container,
+      hasProps: "props" in this.ctx,
+      self: typeof self !== "undefined" && self === globalThis,
+      userAgent: navigator.userAgent,
+      setImmediate: typeof setImmediate,
+    };
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    return Response.json(await env.P.get(env.P.idFromName("p")).values());
+  },
+};
