@@ -34,6 +34,22 @@ def workerd_binary() -> str:
     return binary
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """``alarmkit demo`` (seed 1) run once per test process: ``(folder, results, printed)``, the folder
+    holding ``j.duckdb`` and ``reports/``. Read it; copy a file before changing it."""
+    import contextlib
+    import io
+
+    from alarmkit.demo import run_demo
+
+    folder = tmp_path_factory.mktemp("demo")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        results = run_demo(db=str(folder / "j.duckdb"), out=str(folder / "reports"), seed=1)
+    return folder, results, printed.getvalue()
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Headless Debian Chromium through Playwright, one per test module."""
