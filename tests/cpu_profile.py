@@ -1,11 +1,12 @@
-"""A pytest plugin: the CPU time each test costs, written as JSON with ``--cpu-profile=PATH``.
+"""A pytest plugin: the CPU time each test costs, written as JSON lines with ``--cpu-profile=PATH``.
 
 Wall time (pytest's ``--durations``) depends on what else the machine runs; CPU time does not (much):
 each test's CPU is this process's (``time.process_time``) plus that of the child processes it waited
 for (``resource.RUSAGE_CHILDREN``: a CLI subprocess, a Jupyter kernel, workerd, Chromium's driver), over
 its set-up, call and tear-down. A session- or module-scoped fixture is charged to the first test using it.
 ``tests/profile_table.py`` turns the JSON into the table in tests/README.md (``python3 dev.py test --profile``).
-Under xdist each worker writes ``PATH`` with its id added; the table script reads them all.
+Under xdist each worker writes ``PATH`` with its id added; the table script reads them all. A line is
+written as each test ends, so a run stopped part-way still says what its tests cost.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from pathlib import Path
 
 import pytest
 
-_records: list[dict] = []
-
 
 def pytest_addoption(parser):
     parser.addoption("--cpu-profile", metavar="PATH", default=None,
-                     help="write each test's CPU seconds (this process + its children), wall seconds and markers as JSON")
+                     help="write each test's CPU seconds (this process + its children), wall seconds and markers as JSON lines")
 
 
 def _children() -> float:
@@ -38,7 +37,7 @@ def pytest_runtest_protocol(item, nextitem):
         return
     cpu, kids, wall = time.process_time(), _children(), time.perf_counter()
     yield
-    _records.append({
+    _write(item.config, {
         "nodeid": item.nodeid,
         "file": item.nodeid.split("::")[0],
         "cpu": round(time.process_time() - cpu, 4),
@@ -47,6 +46,17 @@ def pytest_runtest_protocol(item, nextitem):
         "markers": sorted({m.name for m in item.iter_markers()}),
         "outcome": getattr(item, "_cpu_outcome", "passed"),
     })
+
+
+def _path(config) -> Path:
+    out = Path(config.getoption("--cpu-profile"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return out.with_name(f"{out.stem}.{worker}{out.suffix}") if worker else out
+
+
+def _write(config, record: dict) -> None:
+    with open(_path(config), "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -59,13 +69,8 @@ def pytest_runtest_makereport(item, call):
         item._cpu_outcome = "failed"
 
 
-def pytest_sessionfinish(session):
-    path = session.config.getoption("--cpu-profile")
-    if not path:
-        return
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    out = Path(path)
-    if worker:
-        out = out.with_name(f"{out.stem}.{worker}{out.suffix}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"tests": _records}, indent=0), encoding="utf-8")
+def pytest_sessionstart(session):
+    if session.config.getoption("--cpu-profile"):
+        path = _path(session.config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf-8")
