@@ -81,11 +81,14 @@ def write_section(text: str, section: str, readme: Path = README) -> None:
     readme.write_text(pattern.sub(lambda _m: f"{start}\n{text}\n{end}", doc), encoding="utf-8")
 
 
+BY_MARKS_ONLY = []  # --by-marks: the quick tier as it was before measured costs (issue 40): marks alone
+
+
 def quick_now(r: dict) -> bool:
     """In the quick tier once these costs are written: no mark that keeps it out, cheap enough."""
     from tiers import NOT_QUICK, QUICK_MAX_CPU
 
-    return not set(r["markers"]) & (set(NOT_QUICK) - {"costly"}) and cost(r) <= QUICK_MAX_CPU
+    return not set(r["markers"]) & (set(NOT_QUICK) - {"costly"}) and (bool(BY_MARKS_ONLY) or cost(r) <= QUICK_MAX_CPU)
 
 
 def write_costs(records: list[dict], path: Path = COSTS) -> None:
@@ -103,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--section", default="current")
     ap.add_argument("--title", default="Measured by `python3 dev.py test --profile`")
     ap.add_argument("--no-costs", action="store_true", help="leave tests/costs.json as it is")
+    ap.add_argument("--by-marks", action="store_true", help="the quick tier by marks alone, not measured cost")
     args = ap.parse_args(argv)
+    if args.by_marks:
+        BY_MARKS_ONLY.append(True)
     records = load(args.profile)
     coverage = json.loads(args.coverage.read_text(encoding="utf-8")) if args.coverage else None
     write_section(tables(records, coverage, args.title), args.section)

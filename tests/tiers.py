@@ -11,7 +11,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 COSTS = HERE / "costs.json"
-QUICK_MAX_CPU = 2.0  # CPU seconds (this process + its children) above which a measured test leaves the quick tier
+QUICK_MAX_CPU = 1.0  # CPU seconds (this process + its children) above which a measured test leaves the quick tier
 NOT_QUICK = ("browser", "notebook", "workerd", "slow", "long", "costly")
 TIER = os.environ.get("ALARMKIT_TEST_TIER", "full")  # set by dev.py: quick for --quick, full otherwise
 ALL_ITEMS = pytest.StashKey[list]()  # every collected test, before -m deselects (tests/test_tiers.py)
