@@ -239,15 +239,19 @@ def main(argv: list[str]) -> int:
     ensure_workerd(env)
     if "--profile" in rest:
         return profile(env, [a for a in rest if a != "--profile"])
-    say("running the test suite on every core")
-    return run([env.python, "-m", "pytest", "-rs", *workers(rest), *rest], cwd=ROOT, env=tier_env("full"))
+    say("running the test suite on every core (two workers a core)")
+    return run([env.python, "-m", "pytest", "-rs", *workers(rest, per_core=2), *rest], cwd=ROOT, env=tier_env("full"))
 
 
-def workers(rest: list[str]) -> list[str]:
-    """``-n auto`` (pytest-xdist, a worker per core) unless the arguments choose the workers themselves."""
+def workers(rest: list[str], per_core: int = 1) -> list[str]:
+    """pytest-xdist's workers, unless the arguments choose them: ``-n auto`` (one per core) for the quick
+    tier, which is all CPU; two per core for the whole suite, where real workerd, browsers and Jupyter
+    kernels wait in real time and another worker's tests can use the core meanwhile (tests/README.md).
+    ``loadscope`` keeps a module's tests on one worker, so a module's Chromium or kernel starts once."""
     chosen = any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses=", "--dist"))
                  for a in rest)
-    return [] if chosen else ["-n", "auto", "--dist", "loadscope"]
+    n = "auto" if per_core == 1 else str(per_core * (os.cpu_count() or 1))
+    return [] if chosen else ["-n", n, "--dist", "loadscope"]
 
 
 def tier_env(tier: str) -> dict[str, str]:
