@@ -46,7 +46,7 @@ def tables(records: list[dict], coverage: dict | None, title: str) -> str:
     lines = [f"**{title}**: {len(records)} tests ({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))}); "
              f"CPU {total:.0f} s (this process {sum(r['cpu'] for r in records):.0f} s + children "
              f"{sum(r['children'] for r in records):.0f} s), wall {sum(r['wall'] for r in records):.0f} s on one core; "
-             f"quick tier (as these costs make it) {len(quick)} tests, {quick_cpu:.0f} CPU-s; the rest {len(records) - len(quick)} tests, "
+             f"quick tier ({'by marks' if BY_MARKS_ONLY else 'as these costs make it'}) {len(quick)} tests, {quick_cpu:.0f} CPU-s; the rest {len(records) - len(quick)} tests, "
              f"{total - quick_cpu:.0f} CPU-s."]
     if coverage:
         t = coverage["totals"]
