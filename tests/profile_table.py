@@ -81,7 +81,7 @@ def write_section(text: str, section: str, readme: Path = README) -> None:
     readme.write_text(pattern.sub(lambda _m: f"{start}\n{text}\n{end}", doc), encoding="utf-8")
 
 
-BY_MARKS_ONLY = []  # --by-marks: the quick tier as it was before measured costs (issue 40): marks alone
+BY_MARKS_ONLY = []  # --by-marks: the quick tier by marks alone, not by measured cost
 
 
 def quick_now(r: dict) -> bool:

@@ -82,7 +82,7 @@ def test_the_quick_mark_is_generated_from_marks_and_measured_cost(request):
         excluded = [m for m in tiers.NOT_QUICK if item.get_closest_marker(m)]
         assert bool(item.get_closest_marker("quick")) == (not excluded), item.nodeid
         if costs.get(item.nodeid, 0.0) > tiers.QUICK_MAX_CPU:
-            assert item.get_closest_marker("slow"), item.nodeid
+            assert item.get_closest_marker("costly"), item.nodeid
 
 
 def test_the_quick_tier_fits_its_budget():
