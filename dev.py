@@ -2,13 +2,14 @@
 """The project's set-up commands, runnable with nothing but python3 (3.11+):
 
     python3 dev.py demo       # the main job: run every scenario, write journal.duckdb and reports/*.html
-    python3 dev.py test       # the whole test suite (what CI runs); extra arguments go to pytest
+    python3 dev.py test       # the whole test suite on every core (what CI runs); extra arguments go to pytest
     python3 dev.py lab        # JupyterLab on notebooks/ (double-click a notebook to open it as one)
     python3 dev.py notebooks  # the teaching bundle: every notebook executed, as HTML, in notebooks-html/
                               # (--out DIR; other arguments go to `alarmkit notebooks`, e.g. --only 02,07 --ci)
     python3 dev.py docs       # the API reference, from the docstrings (pdoc), in docs-api/ (--out DIR)
-    python3 dev.py test --quick   # the in-process tests only (no browser, notebook, real workerd or slow test),
-                                  # on both cores: for everyday work; CI runs the whole suite
+    python3 dev.py test --quick   # the quick tier, on every core: before every commit (tests/README.md)
+    python3 dev.py test --profile # the whole suite on one core, measured: CPU per test and coverage, written
+                                  # into tests/README.md and tests/costs.json
 
 Each creates or reuses ./.venv and installs what it needs (re-installing only when pyproject.toml
 changes; pip's output goes to .venv/pip.log, shown if it fails). Run from an activated conda environment (not base), they use that environment instead
@@ -230,15 +231,47 @@ def main(argv: list[str]) -> int:
         return build_docs(env, rest)
     if "--quick" in rest:
         rest = [a for a in rest if a != "--quick"]
-        say(f"running the quick tests (not {QUICK_SKIPS.replace(' and not ', ', ')}) on both cores")
-        return run([env.python, "-m", "pytest", "-rs", "-m", f"not {QUICK_SKIPS}", "-n", "2", *rest], cwd=ROOT)
+        say("running the quick tier (tests marked quick at collection: no browser, notebook, real workerd, slow "
+            "or costly test; tests/README.md) on every core")
+        return run([env.python, "-m", "pytest", "-rs", "-m", "quick", *workers(rest), *rest], cwd=ROOT,
+                   env=tier_env("quick"))
     ensure_chromium(env.state / "apt.log")
     ensure_workerd(env)
-    say("running the test suite")
-    return run([env.python, "-m", "pytest", "-rs", *rest], cwd=ROOT)
+    if "--profile" in rest:
+        return profile(env, [a for a in rest if a != "--profile"])
+    say("running the test suite on every core (two workers a core)")
+    return run([env.python, "-m", "pytest", "-rs", *workers(rest, per_core=2), *rest], cwd=ROOT, env=tier_env("full"))
 
 
-QUICK_SKIPS = "browser and not notebook and not workerd and not slow and not long"
+def workers(rest: list[str], per_core: int = 1) -> list[str]:
+    """pytest-xdist's workers, unless the arguments choose them: ``-n auto`` (one per core) for the quick
+    tier, which is all CPU; two per core for the whole suite, where real workerd, browsers and Jupyter
+    kernels wait in real time and another worker's tests can use the core meanwhile (tests/README.md).
+    ``loadscope`` keeps a module's tests on one worker, so a module's Chromium or kernel starts once."""
+    chosen = any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses=", "--dist"))
+                 for a in rest)
+    n = "auto" if per_core == 1 else str(per_core * (os.cpu_count() or 1))
+    return [] if chosen else ["-n", n, "--dist", "loadscope"]
+
+
+def tier_env(tier: str) -> dict[str, str]:
+    """The environment of a test run: ``ALARMKIT_TEST_TIER`` sets Hypothesis's examples (tests/conftest.py)."""
+    return {**os.environ, "ALARMKIT_TEST_TIER": tier}
+
+
+def profile(env: Env, rest: list[str]) -> int:
+    """``dev.py test --profile``: the whole suite on one core with each test's CPU time and coverage.py, then
+    the tables of tests/README.md and tests/costs.json (the quick tier's measured costs) rewritten."""
+    out = env.state / "profile"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("profile*.json"):
+        old.unlink()
+    say(f"profiling the test suite on one core (CPU time per test, coverage); raw data in {out}")
+    rc = run([env.python, "-m", "pytest", "-rs", "-n", "0", "-p", "no:randomly", "--durations=50",
+              f"--cpu-profile={out / 'profile.json'}", "--cov=alarmkit", f"--cov-report=json:{out / 'coverage.json'}", *rest], cwd=ROOT, env=tier_env("full"))
+    done = run([env.python, ROOT / "tests" / "profile_table.py", out / "profile.json", "--coverage", out / "coverage.json"],
+               cwd=ROOT)
+    return rc or done
 # every public module, at its home (alarmkit.plots and the other old paths are these modules)
 API_MODULES = ("alarmkit", "alarmkit.errors", "alarmkit.kernel", "alarmkit.journal", "alarmkit.journal.invariants",
                "alarmkit.runtime", "alarmkit.runtime.faults", "alarmkit.runtime.profiles", "alarmkit.runtime.facets",

@@ -1,10 +1,22 @@
-"""Fixtures shared by test files."""
+"""Fixtures shared by test files, and the test tiers (tests/README.md).
+
+``python3 dev.py test --quick`` runs the tests marked ``quick``; the mark is generated here at collection,
+never written by hand: a test is quick unless it needs more than this process (``browser``, ``workerd``,
+``notebook``), is marked ``slow`` or ``long``, or cost more than ``QUICK_MAX_CPU`` CPU seconds when last
+measured (marked ``costly`` here, from tests/costs.json, written by ``python3 dev.py test --profile``).
+tests/tiers.py holds the rules; tests/test_tiers.py fails when a package of alarmkit has no quick test.
+"""
 
 import subprocess
 
 import pytest
 
 from chromium_paths import BROWSER_ARGS, CHROMIUM  # noqa: F401 - tests/chromium_paths.py
+from tiers import ALL_ITEMS, NOT_QUICK, QUICK_MAX_CPU, load_hypothesis_profile, measured_costs
+
+pytest_plugins = ("cpu_profile",)  # --cpu-profile=PATH: each test's CPU seconds (tests/cpu_profile.py)
+
+load_hypothesis_profile()
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +34,22 @@ def workerd_binary() -> str:
     return binary
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """``alarmkit demo`` (seed 1) run once per test process: ``(folder, results, printed)``, the folder
+    holding ``j.duckdb`` and ``reports/``. Read it; copy a file before changing it."""
+    import contextlib
+    import io
+
+    from alarmkit.demo import run_demo
+
+    folder = tmp_path_factory.mktemp("demo")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        results = run_demo(db=str(folder / "j.duckdb"), out=str(folder / "reports"), seed=1)
+    return folder, results, printed.getvalue()
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Headless Debian Chromium through Playwright, one per test module."""
@@ -35,6 +63,7 @@ def browser():
 NOTEBOOK_FILES = {"test_notebooks.py", "test_notebook_html.py", "test_notebook_bundle.py", "test_jupyterlab_browser.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m (the mark plugin) deselects by the marks given here
 def pytest_collection_modifyitems(config, items):
     """Mark what needs more than this process: ``browser`` (a test using headless Chromium),
     ``workerd`` (a test using real workerd), ``notebook`` (a real Jupyter kernel or JupyterLab), so
@@ -43,6 +72,7 @@ def pytest_collection_modifyitems(config, items):
     Tests marked ``leaves_threads`` run last. A Dask cluster run in this process leaves threads
     behind it, and a process pool forked after that may lose a worker (a full run once failed with
     BrokenProcessPool in test_explore's pool test, which used to run after test_dask_sweep)."""
+    costs = measured_costs()
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if "browser" in names:
@@ -51,4 +81,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.workerd)
         if item.path.name in NOTEBOOK_FILES:
             item.add_marker(pytest.mark.notebook)
+        if costs.get(item.nodeid, 0.0) > QUICK_MAX_CPU:
+            item.add_marker(pytest.mark.costly)
+        if not any(item.get_closest_marker(name) for name in NOT_QUICK):
+            item.add_marker(pytest.mark.quick)
+    config.stash[ALL_ITEMS] = list(items)  # before -m deselects: tests/test_tiers.py reads the whole suite
     items.sort(key=lambda item: item.get_closest_marker("leaves_threads") is not None)  # stable

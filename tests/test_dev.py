@@ -118,10 +118,43 @@ def test_test_command_asks_pytest_why_tests_were_skipped(monkeypatch):
     monkeypatch.setattr(dev, "run", lambda cmd, **kw: ran.append([str(c) for c in cmd]) or 0)
     monkeypatch.setattr(dev.os, "geteuid", lambda: 1000)  # as root, lab adds --allow-root (tests/test_dev_lab.py)
     assert dev.main(["test", "tests/kernel/test_kernel.py", "-x"]) == 0
-    assert ran[-1][1:] == ["-m", "pytest", "-rs", "tests/kernel/test_kernel.py", "-x"]
+    n = str(2 * (os.cpu_count() or 1))  # two workers a core: the suite's real-time waits overlap
+    assert ran[-1][1:] == ["-m", "pytest", "-rs", "-n", n, "--dist", "loadscope", "tests/kernel/test_kernel.py", "-x"]
+    assert dev.main(["test", "-n", "0", "tests/kernel/test_kernel.py"]) == 0  # the workers a contributor chose
+    assert ran[-1][1:] == ["-m", "pytest", "-rs", "-n", "0", "tests/kernel/test_kernel.py"]
     assert dev.main(["lab"]) == 0
     assert ran[-1][1:] == ["-m", "jupyter", "lab", "--ServerApp.contents_manager_class=alarmkit.viz._lab.NotebookContents",
                            "notebooks/"]
+
+
+def test_the_quick_tier_and_the_full_suite_run_on_every_core_with_their_hypothesis_profile(monkeypatch):
+    ran = []
+    monkeypatch.setattr(dev, "ensure_env", lambda extras: dev.Env())
+    monkeypatch.setattr(dev, "ensure_chromium", lambda log: None)
+    monkeypatch.setattr(dev, "ensure_workerd", lambda env: None)
+    monkeypatch.setattr(dev, "run", lambda cmd, **kw: ran.append(([str(c) for c in cmd], kw)) or 0)
+    assert dev.main(["test", "--quick", "-x"]) == 0
+    cmd, kw = ran[-1]
+    assert cmd[1:] == ["-m", "pytest", "-rs", "-m", "quick", "-n", "auto", "--dist", "loadscope", "-x"]
+    assert kw["env"]["ALARMKIT_TEST_TIER"] == "quick"
+    assert dev.main(["test"]) == 0
+    assert ran[-1][1]["env"]["ALARMKIT_TEST_TIER"] == "full"
+
+
+def test_profile_runs_the_suite_on_one_core_measured_then_writes_the_tables(monkeypatch, tmp_path):
+    ran = []
+    env = dev.Env()
+    env.state = tmp_path
+    monkeypatch.setattr(dev, "ensure_env", lambda extras: env)
+    monkeypatch.setattr(dev, "ensure_chromium", lambda log: None)
+    monkeypatch.setattr(dev, "ensure_workerd", lambda env: None)
+    monkeypatch.setattr(dev, "run", lambda cmd, **kw: ran.append([str(c) for c in cmd]) or 0)
+    assert dev.main(["test", "--profile", "tests/kernel"]) == 0
+    suite, table = ran
+    assert suite[1:7] == ["-m", "pytest", "-rs", "-n", "0", "-p"] and suite[-1] == "tests/kernel"
+    assert f"--cpu-profile={tmp_path / 'profile' / 'profile.json'}" in suite and "--cov=alarmkit" in suite
+    assert table[1:] == [str(dev.ROOT / "tests" / "profile_table.py"), str(tmp_path / "profile" / "profile.json"),
+                         "--coverage", str(tmp_path / "profile" / "coverage.json")]
 
 
 def test_no_command_prints_the_usage(capsys):

@@ -1,6 +1,7 @@
 """Hostile input on every subcommand and flag: empty strings, huge and non-finite numbers, text that
 is not text, device files, paths the system refuses, symlinks to a user's file. Each is one line and
-exit 2 from the real console script, and leaves the user's files as they were."""
+exit 2 from the command line's ``main`` (run in this process, tests/clirun.py; the real console script
+runs in tests/cli/test_cli_errors.py), and leaves the user's files as they were."""
 
 from __future__ import annotations
 
@@ -122,8 +123,8 @@ def test_a_duckdb_file_without_alarmkits_tables_is_not_read_as_a_journal(tmp_pat
 
 
 def test_the_console_script_is_this_checkout():
-    # the tests above run the venv's console script; it must import the code under test
-    p = alarmkit("demo", "--help")
+    # the venv's console script (what test_cli_errors' real=True tests run) must import the code under test
+    p = alarmkit("demo", "--help", real=True)
     assert p.returncode == 0 and "--fresh" in p.stdout
 
 

@@ -1,6 +1,8 @@
 """Every user error of the command line is one line and exit code 2, and no user file is harmed.
 
-Each test runs the real ``alarmkit`` console script in a subprocess, as a user runs it.
+The tests run ``alarmkit.cli.main`` in this process (tests/clirun.py: the same exit code, stdout and
+stderr); one test per command (``real=True``) runs the real ``alarmkit`` console script in a subprocess,
+as a user runs it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from clirun import run_main
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("alarmkit")
 
 
-def alarmkit(*args: str, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    """The console script, importing this checkout's alarmkit."""
+def alarmkit(*args: str, cwd: Path | None = None, timeout: int = 300, real: bool = False) -> subprocess.CompletedProcess:
+    """``alarmkit ARGS`` in this process; with ``real``, the console script, importing this checkout's alarmkit."""
+    if not real:
+        return run_main(*args, cwd=cwd)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
@@ -159,7 +165,7 @@ def test_demo_twice_appends_keeps_other_files_and_says_what_it_did(tmp_path):
     out.mkdir()
     keep = out / "notes.md"
     keep.write_text("mine")
-    first = alarmkit("demo", "--db", "journal.duckdb", "--out", "reports", cwd=tmp_path, timeout=600)
+    first = alarmkit("demo", "--db", "journal.duckdb", "--out", "reports", cwd=tmp_path, timeout=600, real=True)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "to a new journal journal.duckdb" in first.stdout and "(runs 1-30)" in first.stdout
     con = duckdb.connect(str(tmp_path / "journal.duckdb"), read_only=True)
@@ -195,7 +201,7 @@ def test_demo_twice_appends_keeps_other_files_and_says_what_it_did(tmp_path):
 def test_seed_outside_0_to_2_63_is_refused_before_anything_is_written(tmp_path):
     db = tmp_path / "j.duckdb"
     for seed in ("18446744073709551616", "9223372036854775808", "-5"):  # beyond 64 bits, BIGINT, negative
-        refused(alarmkit("run", "lease-normal", "--seed", seed, "--db", str(db)),
+        refused(alarmkit("run", "lease-normal", "--seed", seed, "--db", str(db), real=True),
                 f"seed must be in 0..2**63-1 (9223372036854775807), got {seed}")
         assert not db.exists()
     p = alarmkit("run", "lease-normal", "--seed", str(2**63 - 1), "--db", str(db))  # the largest is journaled
@@ -281,7 +287,7 @@ def test_export_reads_a_read_only_journal(tmp_path, immutable):
     make_journal(db)
     before = digest(db)
     immutable(db)
-    p = alarmkit("export", "--db", str(db), "--run", "1", "--out", str(tmp_path / "r.html"))
+    p = alarmkit("export", "--db", str(db), "--run", "1", "--out", str(tmp_path / "r.html"), real=True)
     assert p.returncode == 0, p.stderr
     assert "lease-normal" in (tmp_path / "r.html").read_text()
     assert digest(db) == before
@@ -291,7 +297,7 @@ def test_export_beside_a_reader_and_refused_beside_a_writer(tmp_path, holder):
     db = tmp_path / "j.duckdb"
     make_journal(db)
     reader = holder(db, read_only=True)  # a notebook reading the journal
-    p = alarmkit("export", "--db", str(db), "--run", "1", "--out", str(tmp_path / "r.html"))
+    p = alarmkit("export", "--db", str(db), "--run", "1", "--out", str(tmp_path / "r.html"), real=True)
     assert p.returncode == 0, p.stderr
     reader.stdin.close()
     reader.wait(timeout=30)
@@ -314,7 +320,7 @@ def test_calibrate_unknown_probe_with_reference_is_exit_2():
 
 
 def test_calibrate_one_probe_with_reference_compares_only_it():
-    p = alarmkit("calibrate", "--probe", "normal", "--reference")
+    p = alarmkit("calibrate", "--probe", "normal", "--reference", real=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.rstrip().endswith("1/1 probes match: the simulator agrees with workerd")
 
@@ -369,6 +375,6 @@ def test_an_os_error_is_one_line(monkeypatch, capsys):
     (["--seeds", "1", "--workers", "99999999999999999999"], ["workers must be in 1..", "cores", "pass fewer"]),
 ])
 def test_explore_refuses_runaway_counts_before_any_run(tmp_path, args, fragments):
-    p = alarmkit("explore", "lease-ledger", *args, "--db", str(tmp_path / "j.duckdb"), cwd=tmp_path, timeout=120)
+    p = alarmkit("explore", "lease-ledger", *args, "--db", str(tmp_path / "j.duckdb"), cwd=tmp_path, timeout=120, real=True)
     refused(p, *fragments)
     assert not (tmp_path / "j.duckdb").exists()

@@ -19,12 +19,16 @@ import pytest
 from alarmkit import FaultPlan, Journal, run_scenario
 from alarmkit.errors import AlarmkitError
 from alarmkit.explore import explore, results_table
+from clirun import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
 
 
-def _cli(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+def _cli(*args: str, cwd: Path, timeout: int = 300, real: bool = False) -> subprocess.CompletedProcess:
+    """``alarmkit ARGS`` in this process (tests/clirun.py); ``real``: in a subprocess, as a user runs it."""
+    if not real:
+        return run_main(*args, cwd=cwd, env=ENV)
     return subprocess.run([sys.executable, "-m", "alarmkit", *args], cwd=cwd, env=ENV, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -47,7 +51,7 @@ def test_demo_refuses_a_users_plotly_js_before_any_run_reaches_the_journal(tmp_p
     out.mkdir()
     pinned = "/**\n* plotly.js v1.58.5\n* Copyright 2012-2021, Plotly, Inc.\n*/\nvar pinned = 1;\n"
     (out / "plotly.min.js").write_text(pinned)
-    proc = _cli("demo", "--out", str(out), "--db", str(tmp_path / "j.duckdb"), cwd=tmp_path)
+    proc = _cli("demo", "--out", str(out), "--db", str(tmp_path / "j.duckdb"), cwd=tmp_path, real=True)
     _one_error(proc, r"^alarmkit: error: '.*plotly\.min\.js' exists and was not written by alarmkit")
     assert (out / "plotly.min.js").read_text() == pinned  # the user's pinned copy, unchanged
     assert not (tmp_path / "j.duckdb").exists()  # refused before the journal was even made
@@ -65,7 +69,7 @@ def test_a_plotly_js_alarmkit_wrote_is_replaced_and_recognised(tmp_path):
 
 
 def test_calibrate_reference_out_ending_in_slash_writes_no_file_named_like_the_folder(tmp_path):
-    proc = _cli("calibrate", "--reference", "--out", "adir/", cwd=tmp_path)
+    proc = _cli("calibrate", "--reference", "--out", "adir/", cwd=tmp_path, real=True)
     _one_error(proc, r"^alarmkit: error: --out 'adir/' ends in '/', so it names a folder; pass a file path")
     assert list(tmp_path.iterdir()) == []
 
@@ -281,7 +285,7 @@ def _runs(db: Path) -> list[tuple]:
 def test_a_parallel_explore_gives_the_same_journal_row_for_row_whatever_the_worker_count(tmp_path):
     args = ["explore", "lease-ledger", "--seeds", "40", "--depth", "1", "--crash-points", "alarm"]
     for w in ("1", "2", "3"):
-        proc = _cli(*args, "--workers", w, "--db", str(tmp_path / f"w{w}.duckdb"), cwd=tmp_path)
+        proc = _cli(*args, "--workers", w, "--db", str(tmp_path / f"w{w}.duckdb"), cwd=tmp_path, real=True)
         assert proc.returncode == 0, proc.stderr
     one = _runs(tmp_path / "w1.duckdb")
     assert len(one) > 41 and _runs(tmp_path / "w2.duckdb") == one and _runs(tmp_path / "w3.duckdb") == one
@@ -415,7 +419,7 @@ def test_ctrl_c_prints_a_real_one_line_message_and_exits_130(monkeypatch, capsys
 
 def test_error_lines_carry_no_control_characters(tmp_path):
     evil = "x\x1b[2J\u202e\nnext.duckdb"
-    proc = _cli("export", "--db", evil, "--run", "1", cwd=tmp_path)
+    proc = _cli("export", "--db", evil, "--run", "1", cwd=tmp_path, real=True)
     line = _one_error(proc, r"^alarmkit: error: ")
     assert not any(c in line for c in "\x1b\u202e\r") and "\\x1b" in line
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_main  # noqa: E402 - tests/clirun.py
 
 from alarmkit import AlarmkitError, FaultPlan, Journal, explore, run_scenario
 from alarmkit.errors import PlanNotApplied
@@ -25,7 +26,10 @@ TYPO_LINE = ("2 of 3 plan entries never applied: effect_throws[0]: effect 'revok
              "this run; tasks seen: alarm, rpc:grant")
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _cli(*args: str, cwd: Path, real: bool = False) -> subprocess.CompletedProcess:
+    """``alarmkit ARGS`` in this process (tests/clirun.py); ``real``: in a subprocess, as a user runs it."""
+    if not real:
+        return run_main(*args, cwd=cwd, env=ENV)
     return subprocess.run([sys.executable, "-m", "alarmkit", *args], cwd=cwd, env=ENV, capture_output=True,
                           text=True, timeout=300)
 
@@ -167,7 +171,7 @@ def test_a_bad_journal_or_out_is_refused_before_any_run(tmp_path):
     afile.write_text("x")
     with pytest.raises(AlarmkitError, match=r"^--out '.*file' is a file; pass a folder"):
         explore("lease-ledger", out=afile, **QUICK)
-    out = _cli("explore", "lease-ledger", "--out", str(afile), "--workers", "1", cwd=tmp_path)
+    out = _cli("explore", "lease-ledger", "--out", str(afile), "--workers", "1", cwd=tmp_path, real=True)
     assert out.returncode == 2 and "is a file; pass a folder" in out.stderr and "Traceback" not in out.stderr
 
 

@@ -17,8 +17,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # harness.py and strategies.py, imported by name
 
+import tiers  # noqa: E402 - tests/tiers.py: the quick or full Hypothesis profile this one builds on
+
 settings.register_profile(
-    "hostile", derandomize=True, deadline=None, print_blob=True, database=None,
+    "hostile", settings.get_profile(tiers.TIER), derandomize=True, deadline=None, print_blob=True, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 settings.load_profile("hostile")

@@ -4,6 +4,7 @@
 import datetime
 
 from hypothesis import given, settings
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 from hypothesis import strategies as st
 
 import alarmkit as ak
@@ -20,7 +21,7 @@ def _is_date(v):
         return False
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tier_examples(200), deadline=None)
 @given(VALUES)
 def test_any_compatibility_date_is_taken_or_refused_in_one_line(value):
     try:
@@ -34,7 +35,7 @@ def test_any_compatibility_date_is_taken_or_refused_in_one_line(value):
     assert sim.profile.flag("delete_all_deletes_alarm") == (value >= "2026-02-24")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=tier_examples(100), deadline=None)
 @given(VALUES)
 def test_any_same_instant_order_is_taken_or_refused_in_one_line(value):
     try:

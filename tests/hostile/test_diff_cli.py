@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 from hypothesis import strategies as st
 
 from alarmkit import EventRow, Journal
@@ -124,7 +125,7 @@ _text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 _runs = st.lists(st.one_of(st.sampled_from(["1", "2", "0", "-1", "2147483648", "99"]), _text), max_size=3)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=tier_examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(dbs=st.lists(st.sampled_from(["j.duckdb", "one.duckdb", "notes.txt", "folder", "nope.duckdb", ""]),
                     min_size=0, max_size=3),
        runs=_runs,

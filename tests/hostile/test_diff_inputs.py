@@ -9,6 +9,7 @@ import json
 
 import pandas as pd
 from hypothesis import given, settings
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 from hypothesis import strategies as st
 
 import alarmkit as ak
@@ -33,7 +34,7 @@ def _frame(rows) -> pd.DataFrame:
                                  "retry_count", "detail"])
 
 
-@settings(max_examples=60, deadline=None, report_multiple_bugs=False)
+@settings(max_examples=tier_examples(60), deadline=None, report_multiple_bugs=False)
 @given(a=st.lists(_row, max_size=25), b=st.lists(_row, max_size=25),
        align=st.one_of(st.sampled_from(["exact", "first_request", 0, 250]), st.integers(-5, 10**9), st.text(max_size=4)))
 def test_any_events_give_a_diff_or_an_alarmkit_error(a, b, align):
@@ -46,7 +47,7 @@ def test_any_events_give_a_diff_or_an_alarmkit_error(a, b, align):
     d.figure()
 
 
-@settings(max_examples=40, deadline=None, report_multiple_bugs=False)
+@settings(max_examples=tier_examples(40), deadline=None, report_multiple_bugs=False)
 @given(rows=st.lists(_row, max_size=30))
 def test_a_run_against_itself_is_the_same(rows):
     try:

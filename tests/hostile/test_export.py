@@ -9,13 +9,14 @@ import json
 import sys
 from pathlib import Path
 
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _real_harness import SETTINGS, assert_clean, checksums, run_cli  # noqa: E402
 
-N_EXPORT = 50
+N_EXPORT = tier_examples(50)
 
 _outs = st.one_of(
     st.sampled_from(["j.duckdb", "j.duckdb.wal", "thesis.txt", "notes", ".", "..", "", "t.json", "sub/t.json",

@@ -11,13 +11,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 from hypothesis import given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _real_harness import SETTINGS, assert_clean, checksums, children, run_cli, trace_bytes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-N_IMPORT = 80  # generated trace files per run (fixed seed)
+N_IMPORT = tier_examples(80)  # generated trace files per run (fixed seed)
 
 
 def test_generated_trace_files_import_cleanly(tmp_path_factory):

@@ -11,6 +11,7 @@ import alarmkit as ak
 import pytest
 try:
     from hypothesis import HealthCheck, given, settings
+    from tiers import tier_examples  # a tenth of the examples in the quick tier
     from hypothesis import strategies as st
 except ImportError:  # the dev extra brings it (pyproject.toml); without it only the generated test is skipped
     given = None
@@ -123,7 +124,7 @@ if given is None:
     def test_generated_module_text_never_hangs_or_crashes():
         pytest.skip("hypothesis is not installed (pip install -e .[dev])")
 else:
-    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=tier_examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(body=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
     def test_generated_module_text_never_hangs_or_crashes(tmp_path, body):
         p = tmp_path / "gen.js"
@@ -345,7 +346,7 @@ if given is not None:
             "object": st.sampled_from(["BOX:a", "BOX", "X:y"]), "kv": st.text(max_size=3), "alarm": json_values,
             "equals": json_values, "requests": st.sampled_from(["ok", "no"])}), max_size=2)})
 
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=tier_examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(drive=ts_drives | json_values)
     def test_generated_drive_scripts_for_a_ts_worker(ts_project, capsys, drive):
         d = ts_project / "drive.json"

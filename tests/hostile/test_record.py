@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ from _real_harness import SETTINGS, assert_clean, checksums, run_cli  # noqa: E4
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "alarmkit" / "realruns" / "js" / "lab"
-N_SCRIPTS = 80
+N_SCRIPTS = tier_examples(80)
 
 _val = st.one_of(st.none(), st.booleans(), st.integers(-5, 5000), st.floats(allow_nan=False), st.text(max_size=6),
                  st.just(-1), st.just(10**12), st.lists(st.integers(), max_size=2), st.just({}))

@@ -13,12 +13,13 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is a dev dependency (pip install hypothesis)")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from tiers import tier_examples  # a tenth of the examples in the quick tier
 
 from alarmkit.cli import main  # noqa: E402
 
 NB = Path(__file__).parents[2] / "notebooks" / "workers"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=tier_examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 WORKER = """
 from workers import DurableObject, Response, WorkerEntrypoint

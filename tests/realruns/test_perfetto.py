@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from clirun import run_main  # noqa: E402 - tests/clirun.py
 
 from alarmkit import Journal, run_scenario
 from alarmkit.errors import AlarmkitError
@@ -114,7 +115,10 @@ def test_export_perfetto_writes_two_runs_as_two_processes(tmp_path):
     assert sorted({e["pid"] for e in trace["traceEvents"]}) == [a, b]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _cli(*args: str, cwd: Path, real: bool = False) -> subprocess.CompletedProcess:
+    """``alarmkit ARGS`` in this process (tests/clirun.py); ``real``: in a subprocess, as a user runs it."""
+    if not real:
+        return run_main(*args, cwd=cwd)
     env_py = {"PYTHONPATH": str(ROOT)}
     import os
 
@@ -125,7 +129,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_cli_export_format_perfetto_and_its_errors(tmp_path):
     with Journal(tmp_path / "j.duckdb") as j:
         run_scenario("lease-exhaustion", journal=j, profile=EXACT)
-    ok = _cli("export", "--db", "j.duckdb", "--run", "1", "--format", "perfetto", cwd=tmp_path)
+    ok = _cli("export", "--db", "j.duckdb", "--run", "1", "--format", "perfetto", cwd=tmp_path, real=True)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("wrote run-1.perfetto.json")
     assert_valid(json.loads((tmp_path / "run-1.perfetto.json").read_text()))

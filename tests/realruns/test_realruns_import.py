@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_main  # noqa: E402 - tests/clirun.py
 
 from alarmkit import Journal
 from alarmkit.errors import AlarmkitError
@@ -166,14 +167,17 @@ def test_bad_inputs_are_refused(tmp_path):
         import_records([], late_ms=-1)
 
 
-def _cli(*args, cwd):
+def _cli(*args, cwd, real=False):
+    """``alarmkit ARGS`` in this process (tests/clirun.py); ``real``: in a subprocess, as a user runs it."""
+    if not real:
+        return run_main(*args, cwd=cwd)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "alarmkit", *args], cwd=cwd, capture_output=True, text=True, env=env,
                           timeout=120)
 
 
 def test_cli_import_prints_summary_and_anomalies_and_the_report_shows_them(tmp_path):
-    out = _cli("import", str(FIX / "lease-exhaustion" / "tail.jsonl"), "--db", "j.duckdb", cwd=tmp_path)
+    out = _cli("import", str(FIX / "lease-exhaustion" / "tail.jsonl"), "--db", "j.duckdb", cwd=tmp_path, real=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("imported tail.jsonl: 12 invocations (12 tail), 7 alarm() runs on 1 object(s)")
     assert "ladder_exhausted · ledger-exhaust at 20" in out.stdout

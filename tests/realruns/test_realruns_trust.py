@@ -18,13 +18,18 @@ from alarmkit.errors import AlarmkitError
 from alarmkit.realruns.importer import import_file, import_records
 from alarmkit.realruns.perfetto import export_perfetto
 from alarmkit.realruns.traces import read_records
+from clirun import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "data" / "real-runs"
 T0 = 1_800_000_000_000
 
 
-def cli(*args, cwd, timeout=120):
+def cli(*args, cwd, timeout=120, real=None):
+    """``alarmkit ARGS`` in this process (tests/clirun.py); ``real`` (by default for ``record``, which runs
+    workerd and its watchdog): in a subprocess, as a user runs it."""
+    if not (args[0] == "record" if real is None else real):
+        return run_main(*args, cwd=cwd)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "alarmkit", *args], cwd=cwd, capture_output=True, text=True, env=env,
                           timeout=timeout)
@@ -126,7 +131,7 @@ def test_pending_arms_are_summarised_one_line_per_100():
 
 def test_imported_and_rerun_imports_end_complete_and_a_second_import_is_refused_or_marked(tmp_path):
     f = FIX / "lease-normal" / "tail.jsonl"
-    first = cli("import", str(f), "--db", "j.duckdb", cwd=tmp_path)
+    first = cli("import", str(f), "--db", "j.duckdb", cwd=tmp_path, real=True)
     assert first.returncode == 0, first.stderr
     again = cli("import", str(f), "--db", "j.duckdb", cwd=tmp_path)
     assert "tail.jsonl was imported into this journal before (same bytes) as run(s) [1]; pass --again" in one_line_error(again)
@@ -383,14 +388,16 @@ def test_record_refuses_foreign_files_in_out_before_workerd_and_leaves_them(tmp_
     ({"effect": "revoke", "key": "a", "after_ms": "soon"}, "owes.after_ms must be whole ms"),
     ({"effect": "revoke", "key": "a", "late": 1}, "owes has unknown field(s) ['late']"),
 ])
-def test_record_refuses_a_bad_owes_before_workerd_runs(tmp_path, owes, expect):
+def test_record_refuses_a_bad_owes_before_workerd_runs(tmp_path, owes, expect, monkeypatch):
+    import tempfile
+
     (tmp_path / "s.json").write_text(json.dumps({"steps": [{"object": "a", "method": "grant", "owes": owes}],
                                                  "until_ms": 100}))
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()
-    out = subprocess.run([sys.executable, "-m", "alarmkit", "record", "--worker", str(LAB_DIR / "lease.js"), "--class",
-                          "LeaseLedger", "--script", "s.json", "--db", "j.duckdb"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(env_tmp)})
+    monkeypatch.setattr(tempfile, "tempdir", str(env_tmp))  # in this process, what TMPDIR is to a new one
+    out = cli("record", "--worker", str(LAB_DIR / "lease.js"), "--class", "LeaseLedger", "--script", "s.json",
+              "--db", "j.duckdb", cwd=tmp_path, real=False)
     assert expect in one_line_error(out)
     assert not list(env_tmp.iterdir()) and not (tmp_path / "j.duckdb").exists()  # no work folder, no journal
 

@@ -425,18 +425,16 @@ def test_cli_export_writes_the_report_and_names_the_known_runs_on_a_bad_id(tmp_p
 
 
 @pytest.mark.slow
-def test_the_demo_writes_one_report_per_scenario_named_after_it(tmp_path, capsys):
-    from alarmkit.demo import run_demo
-
-    results = run_demo(db=str(tmp_path / "j.duckdb"), out=str(tmp_path / "reports"), seed=1)
+def test_the_demo_writes_one_report_per_scenario_named_after_it(demo_run):
+    tmp_path, results, out = demo_run  # run once per test process (tests/conftest.py)
     names = sorted(p.name for p in (tmp_path / "reports").glob("*.html"))
     assert (tmp_path / "reports" / "plotly.min.js").stat().st_size > 3_000_000  # shared by every report
     assert names == sorted(f"{s.name}.html" for s in ak.list_scenarios())
     assert all(r["report_html"].endswith(f"{r['scenario']}.html") for r in results)
-    with ak.Journal(tmp_path / "j.duckdb") as j:  # the summary line counts what is in the file
+    with ak.Journal(tmp_path / "j.duckdb", read_only=True) as j:  # the summary line counts what is in the file
         events, runs = len(j.events()), len(j.runs())
     assert runs > len(results)  # keepalive-celld-vs-workerd journals its workerd peer as a run too
-    out = capsys.readouterr().out  # a new file: it says so, with the run ids it holds
+    # a new file: it says so, with the run ids it holds
     assert f"wrote {events} events from {runs} runs (runs 1-{runs}) of {len(results)} scenarios to a new journal" in out
 
 

@@ -357,11 +357,9 @@ def test_lane_names_and_time_labels_follow_the_zoom_of_a_big_timeline(browser, t
 
 
 @pytest.mark.slow
-def test_every_demo_report_opens_offline(browser, tmp_path):
-    from alarmkit.demo import run_demo
-
-    results = run_demo(db=str(tmp_path / "j.duckdb"), out=str(tmp_path / "reports"), seed=1)
-    with Journal(tmp_path / "j.duckdb") as j:  # a comparing run's report draws its peer run beside it
+def test_every_demo_report_opens_offline(browser, demo_run):
+    folder, results, _printed = demo_run  # run once per test process (tests/conftest.py)
+    with Journal(folder / "j.duckdb", read_only=True) as j:  # a comparing run's report draws its peer run beside it
         counts = j.events().groupby("run_id").size().to_dict()
     for r in results:
         v = Visit(browser, Path(r["report_html"]), figures=1)
