@@ -29,7 +29,7 @@ def test_run_exits_1_on_a_broken_verdict_0_on_a_warning_or_held(capsys):
             "(attempt with retry_count=6)") in out
     assert "  rows left: lease-0" in out and "  final alarm: none" in out and "['" not in out  # no Python reprs
     rc, out, _ = run(capsys, "run", "lease-ledger")
-    assert rc == 0 and out.startswith("verdict: all obligations held (6 checked; 8 invariants checked, none broken)")
+    assert rc == 0 and out.startswith("verdict: all obligations held (6 checked; 9 invariants checked, none broken)")
     rc, _, err = run(capsys, "run", "no-such-scenario")
     assert rc == 2 and err.startswith("alarmkit: error: unknown scenario 'no-such-scenario'")
 
@@ -117,7 +117,7 @@ def test_worker_journaled_prints_its_verdict_and_attempts(capsys, tmp_path):
     rc, out, err = run(capsys, "worker", "--worker", str(nb / "outbox.py"), "--wrangler", str(nb / "wrangler.jsonc"),
                        "--drive", str(nb / "drive.json"), "--db", db)
     assert rc == 0 and err == "", err
-    assert out.startswith("verdict: no obligations declared, so none checked; 4 run-wide invariants checked")
+    assert out.startswith("verdict: no obligations declared, so none checked; 5 run-wide invariants checked")
     assert "  alarm() at      1001 ms  retry_count=0  alice  ok" in out and "all 2 expectations of the drive held" in out
     rc, out, err = run(capsys, "worker", str(nb / "outbox.py"), "--wrangler", str(nb / "wrangler.jsonc"),
                        "--drive", str(nb / "drive.json"), "--db", db, "--json")

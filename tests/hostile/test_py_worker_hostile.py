@@ -148,7 +148,7 @@ def snapshot(folder: Path) -> dict:
 
 def run(capsys, folder: Path, entry: Path, *extra: str) -> tuple[int, str, str]:
     try:
-        rc = main(["worker", str(entry), "--bind", "W=W", "--drive", str(folder / "drive.json"), "--json", *extra])
+        rc = main(["worker", "--worker", str(entry), "--bind", "W=W", "--drive", str(folder / "drive.json"), "--json", *extra])
     except SystemExit as exit_:
         rc = exit_.code
     out, err = capsys.readouterr()

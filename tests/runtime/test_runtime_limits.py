@@ -370,9 +370,12 @@ def test_no_built_in_scenario_comes_near_the_budgets(monkeypatch):
         original(self, *args, **{**kw, "step_limit": 100, "time_limit_ms": 259_200_000 if days3 else 7_200_000})
 
     monkeypatch.setattr(Simulation, "__init__", tight)
-    for name in SCENARIOS:
+    # the Python built-ins (the JS host's js-* scenarios register when alarmkit.workers.js.scenarios is imported,
+    # which another test in this process may have done: their own tests bound them)
+    python = [name for name in SCENARIOS if not name.startswith("js-")]
+    for name in python:
         assert run_scenario(name, seed=1).sim.step_limit == 100
-    assert len(SCENARIOS) == 25  # 24 and order-handoff (a bug only another same-instant order shows)
+    assert len(python) == 25  # 24 and order-handoff (a bug only another same-instant order shows)
 
 
 # -- item 6: a BaseException in a handler does not wedge the object ------------------------------------------

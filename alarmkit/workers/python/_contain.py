@@ -118,10 +118,11 @@ def _writes(event: str, args: tuple) -> bool:
 
 
 def _shown(args: tuple) -> str:
+    """The call's first arguments as reprs; a long one keeps its start and its end (a path's file name)."""
     parts = []
     for a in args[:3]:
         text = repr(a)
-        parts.append(text if len(text) <= 80 else text[:77] + "...")
+        parts.append(text if len(text) <= 160 else text[:40] + "..." + text[-117:])
     return ", ".join(parts)
 
 
