@@ -546,3 +546,47 @@ def test_cli_one_line_exit_2_and_nothing_written(tmp_path, code):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("alarmkit: error: worker module ") and r.stderr.count("\n") == 1, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["drive.json", "w.js", "wrangler.jsonc"]
+
+
+PROCESS_WAYS_OUT = [
+    ('process.getBuiltinModule("fs").writeFileSync("out.txt", "x");', "process.getBuiltinModule() is refused"),
+    ('process.getBuiltinModule("child_process").execSync("touch out.txt");', "process.getBuiltinModule() is refused"),
+    ('process.getBuiltinModule("module").createRequire("/")("fs").writeFileSync("out.txt", "x");',
+     "process.getBuiltinModule() is refused"),
+    ('process.stdout.write("x");', "Cannot read properties of undefined (reading 'write')"),
+]
+
+
+@pytest.mark.parametrize("code, refused", PROCESS_WAYS_OUT, ids=["fs", "child_process", "createRequire", "stdout"])
+def test_the_workers_process_hands_out_nothing_of_the_machine(tmp_path, code, refused):
+    """The worker's ``process`` passes through only what Node is (versions, platform): getBuiltinModule (Node's real
+    fs, child_process...) is refused by name, the machine's report, paths and streams are undefined."""
+    write(tmp_path, "w.js", code + "\nexport class A {}\n")
+    write(tmp_path, "wrangler.jsonc", NODEJS)
+    with pytest.raises(ak.JsHostError) as err:
+        ak.Simulation().load_worker(wrangler=tmp_path / "wrangler.jsonc")
+    assert refused in one_clean_line(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.js", "wrangler.jsonc"]     # nothing written
+
+
+def test_the_workers_process_shows_no_environment_path_or_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("ALARMKIT_TEST_SECRET", "hunter2")
+    write(tmp_path, "w.js", '''
+export class A {
+  look() {
+    let ev = 0;
+    process.on("tick", () => { ev += 1; });
+    process.emit("tick");
+    return [typeof process.report, typeof process.execPath, typeof process.config, typeof process.memoryUsage,
+            JSON.stringify(process.env).includes("hunter2"), typeof process.versions.node, ev];
+  }
+}
+export default { async fetch() { return new Response("ok"); } };
+''')
+    write(tmp_path, "wrangler.jsonc", '{"main": "w.js", "compatibility_date": "2026-09-01", "durable_objects": '
+                                      '{"bindings": [{"name": "A", "class_name": "A"}]}}')
+    sim = ak.Simulation()
+    w = sim.load_worker(wrangler=tmp_path / "wrangler.jsonc")
+    assert sim.call(w.env.A.getByName("a").look()) == [
+        "undefined", "undefined", "undefined", "function", False, "string", 1]
+
