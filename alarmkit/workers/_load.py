@@ -29,8 +29,14 @@ def load_worker(sim: Any, path: str | Path | None = None, bindings: dict | None 
     if wrangler is not None:
         cfg = read_wrangler(wrangler)
         merged.update(cfg.durable_objects)
+        dev_vars = read_dev_vars(Path(cfg.path).parent)
+        for where, names in (("vars", cfg.vars), (".dev.vars", dev_vars)):
+            clash = sorted(set(names) & set(cfg.durable_objects))
+            if clash:  # env.V would be a string where the code expects a namespace: refused, never shadowed
+                raise WorkerError(f"{where} beside {cfg.path} sets {clash[0]!r}, which is a Durable Object binding of "
+                                  "the wrangler file: a var may not take a binding's name; rename one of them")
         merged.update({k: Var(v) for k, v in cfg.vars.items()})
-        merged.update({k: Var(v) for k, v in read_dev_vars(Path(cfg.path).parent).items()})
+        merged.update({k: Var(v) for k, v in dev_vars.items()})
         merged.update({name: RefusedBinding(name, what) for name, what in cfg.other.items()})
         compat = cfg.compatibility_date
         flags = list(cfg.compatibility_flags)

@@ -590,3 +590,27 @@ export default { async fetch() { return new Response("ok"); } };
     assert sim.call(w.env.A.getByName("a").look()) == [
         "undefined", "undefined", "undefined", "function", False, "string", 1]
 
+
+
+def test_a_result_past_a_workers_memory_is_a_sql_error_and_the_host_lives_on(tmp_path):
+    """``SELECT zeroblob(1e9)`` ended the JavaScript host (ERR_STRING_TOO_LONG) for the rest of the simulation."""
+    write(tmp_path, "w.js", '''
+import { DurableObject } from "cloudflare:workers";
+export class A extends DurableObject {
+  go(n) {
+    try {
+      return this.ctx.storage.sql.exec("SELECT length(zeroblob(?)) AS n, zeroblob(?) AS b", n, n).one().n;
+    } catch (e) {
+      return e.name + ": " + e.message;
+    }
+  }
+}
+export default { async fetch() { return new Response("ok"); } };
+''')
+    write(tmp_path, "wrangler.jsonc", '{"main": "w.js", "compatibility_date": "2026-09-01", "durable_objects": '
+                                      '{"bindings": [{"name": "A", "class_name": "A"}]}}')
+    sim = ak.Simulation()
+    a = sim.load_worker(wrangler=tmp_path / "wrangler.jsonc").env.A.getByName("a")
+    got = sim.call(a.go(140_000_000))
+    assert got.startswith("Error: the result of this query holds more than 134,217,728 bytes"), got
+    assert sim.call(a.go(16)) == 16                     # the host lives on

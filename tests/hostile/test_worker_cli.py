@@ -280,3 +280,20 @@ def test_the_worker_module_by_flag_or_old_positional(capsys, project, spelling, 
         assert rc == 2 and "no worker module" in err
     if rc == 0:
         assert ("the positional ENTRY is the old spelling of --worker" in err) == (spelling == "positional")
+
+
+@pytest.mark.parametrize("where", ["vars", ".dev.vars"])
+def test_a_var_that_takes_a_bindings_name_is_refused_not_shadowed(project, capsys, where):
+    """``V=oops`` in .dev.vars (or vars) beside a wrangler file that binds V made env.V a string: the request
+    answered 500 and the verdict said nothing broke."""
+    config = {"main": "w.py", "durable_objects": {"bindings": [{"name": "BOX", "class_name": "Box"}]}}
+    if where == "vars":
+        config["vars"] = {"BOX": "oops"}
+    else:
+        (project / ".dev.vars").write_text("BOX=oops\n")
+    (project / "wrangler.jsonc").write_text(json.dumps(config))
+    before = snapshot(project)
+    rc, out, err = run(capsys, ["worker", "--wrangler", str(project / "wrangler.jsonc"), "--drive", str(NB / "drive.json")])
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{where} beside " in err and "sets 'BOX', which is a Durable Object binding of the wrangler file" in err
+    assert snapshot(project) == before

@@ -15,7 +15,7 @@ import json
 import weakref
 from typing import Any
 
-from ...errors import AlarmkitError
+from ...errors import AlarmkitError, SqlError
 from ...runtime import Savepoint
 from ._facet_ops import facet_op
 
@@ -46,9 +46,24 @@ def _list(db: Any, opts: dict) -> list[list]:
     return [list(kv) for kv in items]
 
 
+# A Worker's isolate has 128 MiB of memory (workerd: "Exceeded memory limit"); a result past it would not
+# survive the trip to JavaScript either (a string that long ends Node with ERR_STRING_TOO_LONG)
+RESULT_LIMIT = 128 * 1024 * 1024
+
+
 def _sql(obj: Any, query: str, params: list) -> dict:
     cur = obj.ctx.storage.sql.exec(query, *params)
-    rows = [[list(v) if isinstance(v, (bytes, bytearray)) else v for v in r] for r in cur.raw()]
+    raw = cur.raw()
+    size = 0
+    for r in raw:
+        for v in r:
+            if isinstance(v, (bytes, bytearray, str)):
+                size += len(v)
+        if size > RESULT_LIMIT:
+            raise SqlError(f"the result of this query holds more than {RESULT_LIMIT:,} bytes, a Worker's 128 MiB of "
+                           "memory (workerd ends such an isolate: Exceeded memory limit); read it in parts "
+                           "(substr(), LIMIT/OFFSET)")
+    rows = [[list(v) if isinstance(v, (bytes, bytearray)) else v for v in r] for r in raw]
     # rowsRead: Python's sqlite3 does not expose SQLite's scan count; rows returned is the stand-in
     return {"cols": cur.column_names, "rows": rows, "read": len(rows), "written": cur.rows_written}
 
