@@ -12,7 +12,7 @@ journal takes the packed layout at its first ``write_events`` or ``add_runs``; u
 """
 
 from ._events import PACKED_SQL, WIDTH, EventBatch, EventBuffer, EventRow, arm_detail, direction, dump, render_packed
-from ._frames import BATCH_SIZE, EVENT_COLUMNS, EVENT_KINDS, check_frame, frame_rows, rows_to_frame
+from ._frames import BATCH_SIZE, EVENT_COLUMNS, EVENT_KINDS, check_frame, effect_idents, frame_rows, rows_to_frame
 from ._journal import Journal, check_duckdb_file
 from ._verdict import Finding, Verdict, verdict_of, verdict_of_events
 from ._library import Schedule, library_schedules, mentions_library_table, read_schedules, schedule_rows
@@ -21,6 +21,7 @@ from ._kinds import CLASS_OF, DEATH, DUPLICATE, LIBRARY_KINDS, RUNTIME_KINDS, cl
 
 __all__ = [
     "Journal", "check_duckdb_file", "EVENT_COLUMNS", "EVENT_KINDS", "BATCH_SIZE", "EventRow", "rows_to_frame", "frame_rows", "check_frame",
+    "effect_idents",  # what makes two effects one: duplicates in the timeline, the report and the verdict
     # the journal's rows and kinds, for the wings above (the runtime writes them, the figures read them)
     "EventBuffer", "EventBatch", "WIDTH", "dump", "direction", "arm_detail", "PACKED_SQL", "render_packed",
     "CLASS_OF", "DEATH", "DUPLICATE", "RUNTIME_KINDS", "class_counts", "custom_event", "kind_class", "kinds_of",

@@ -14,7 +14,7 @@ from ._events import PACKED_SQL, ROWS_TABLE, EventBatch, EventRow
 from ._events import dump as _dump
 from ..errors import AlarmkitError
 
-__all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "BATCH_SIZE", "rows_to_frame", "frame_rows", "check_frame"]
+__all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "BATCH_SIZE", "rows_to_frame", "frame_rows", "check_frame", "effect_idents"]
 
 EVENT_COLUMNS = ["run_id", *EventRow._fields]
 # What each kind means is documented in the README's journal section.
@@ -161,3 +161,10 @@ def _holder(err: Exception) -> str:
     i = text.find("PID")
     return text[i:].split(")")[0] if i >= 0 else "another process"
 
+def effect_idents(df: pd.DataFrame) -> pd.Series:
+    """``name`` NUL ``key as JSON`` of each effect row (DuckDB's JSON functions: one vectorised pass): what makes
+    two effects the same one, for the timeline's duplicate marks, the report and the verdict alike."""
+    detail = df.loc[df["kind"] == "effect", ["detail"]].astype(object)  # noqa: F841 - DuckDB reads it by name
+    ident = duckdb.sql("SELECT coalesce(json_extract_string(detail, '$.name'), '') || chr(0) || "
+                       "coalesce(CAST(json_extract(detail, '$.key') AS VARCHAR), 'null') AS i FROM detail").df()["i"]
+    return pd.Series(ident.to_numpy(), index=detail.index, dtype=object)

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ._frames import effect_idents
 from .invariants import INVARIANTS, check, check_run
 from .._text import esc, fmt_ms
 
@@ -198,7 +199,8 @@ def _from_report(report: Any, events: pd.DataFrame, n_obligations: int,
 
 def _event_warnings(events: pd.DataFrame) -> tuple[Finding, ...]:
     """What a run that broke nothing still must not show green: each abandoned alarm (with the error it
-    failed with and any later revival), each object a broken facet or actor left unusable."""
+    failed with and any later revival), each effect that ran more than once on its object, each object a
+    broken facet or actor left unusable."""
     out = []
     if events is None or not len(events):
         return ()
@@ -219,6 +221,16 @@ def _event_warnings(events: pd.DataFrame) -> tuple[Finding, ...]:
         out.append(Finding("abandoned", obj, int(row["t_ms"]),
                            f"abandoned · {obj}: the platform gave up on its alarm after {n} attempts at "
                            f"{fmt_ms(int(row['t_ms']))}{err}{after}"))
+    eff = ev["kind"] == "effect"
+    if eff.any():  # at-least-once delivery ran an effect again: fine only if it is idempotent, never green
+        idents = effect_idents(ev)
+        runs = pd.DataFrame({"obj": ev.loc[eff, "object_id"].astype(str), "ident": idents, "t": ev.loc[eff, "t_ms"]})
+        for (obj, ident), group in runs.groupby(["obj", "ident"], sort=False):
+            if len(group) > 1:
+                name, key = ident.split("\0", 1)
+                out.append(Finding("duplicate effect", obj, int(group["t"].iloc[1]),
+                                   f"duplicate effect · {obj}: {name}({key}) ran {len(group)} times (at-least-once "
+                                   f"delivery: harmless only if {name} is idempotent)"))
     for _, row in ev[ev["kind"].isin(["facet_broken", "actor_broken"])].iterrows():
         what = "facet" if row["kind"] == "facet_broken" else "actor"
         reason = _detail(row["detail"]).get("reason") or _detail(row["detail"]).get("error") or ""

@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ..journal import DEATH, DUPLICATE
+from ..journal import DEATH, DUPLICATE, effect_idents
 from ..errors import AlarmkitError
 from .._text import _INVISIBLE, esc, fmt_ms  # noqa: F401 - the one escaping function, re-exported for the figures
 from ..journal import EVENT_COLUMNS
@@ -132,12 +132,6 @@ def _details(series: pd.Series) -> list[dict]:
     return out
 
 
-def effect_idents(df: pd.DataFrame) -> pd.Series:
-    """``name`` NUL ``key as JSON`` of each effect row (DuckDB's JSON functions: one vectorised pass)."""
-    detail = df.loc[df["kind"] == "effect", ["detail"]].astype(object)  # noqa: F841 - DuckDB reads it by name
-    ident = duckdb.sql("SELECT coalesce(json_extract_string(detail, '$.name'), '') || chr(0) || "
-                       "coalesce(CAST(json_extract(detail, '$.key') AS VARCHAR), 'null') AS i FROM detail").df()["i"]
-    return pd.Series(ident.to_numpy(), index=detail.index, dtype=object)
 
 
 def _mark_duplicates(df: pd.DataFrame) -> pd.DataFrame:
