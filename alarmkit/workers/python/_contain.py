@@ -72,7 +72,10 @@ FILES = {"open", "os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate"
 PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
              "os.startfile", "os.kill", "os.killpg"}
 THREADS = {"_thread.start_new_thread"}
-EVENTS = frozenset(NETWORK | FILES | PROCESSES | THREADS)
+# the process every object and alarmkit share: its folder (a relative --report would land elsewhere), its
+# environment, a file's extended attributes
+SHARED = {"os.chdir", "os.fchdir", "os.putenv", "os.unsetenv", "os.setxattr", "os.removexattr"}
+EVENTS = frozenset(NETWORK | FILES | PROCESSES | THREADS | SHARED)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
@@ -135,6 +138,9 @@ def refusal(event: str, args: tuple, where: str) -> WorkerUnsupported:
     elif event in THREADS:
         why = ("a thread would run outside the simulation's virtual clock; start the work as a task "
                "(asyncio.create_task(...) or ctx.waitUntil(...)), which the simulation runs")
+    elif event in SHARED:
+        why = ("it changes the process every object and alarmkit share (its folder, its environment) or a file, "
+               "outside the simulation; keep the value in ctx.storage, or read configuration from env")
     elif event in PROCESSES:
         why = ("a process leaves the simulation, which alarmkit does not do; bind a fake of what it does instead "
                "(load_worker(..., bindings={'TOOL': my_fake}))")

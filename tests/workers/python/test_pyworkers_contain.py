@@ -466,3 +466,29 @@ class W(DurableObject):
     t.start()
     t.join()
     assert seen == [1] and (tmp_path / "mine.txt").read_text() == "x"
+
+
+SHARED_STATE = {
+    "chdir": "import os\n        os.chdir('/')",
+    "putenv": "import os\n        os.environ['ALARMKIT_TEST_WORKER_SET'] = '1'",
+    "unsetenv": "import os\n        os.unsetenv('HOME')",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHARED_STATE))
+def test_a_change_to_the_shared_process_is_refused_by_name(tmp_path, name):
+    """A worker's os.chdir moved the user's relative --report; its environment changes outlived the run."""
+    import os
+
+    cwd, env = os.getcwd(), dict(os.environ)
+    sim, w, a = load(tmp_path, f'''
+from workers import DurableObject
+
+class W(DurableObject):
+    async def go(self):
+        {SHARED_STATE[name]}
+''')
+    with pytest.raises(ak.WorkerUnsupported, match=r"in the worker's code at .*entry\.py:\d+: it changes the process "
+                                                   r"every object and alarmkit share"):
+        sim.call(a.go())
+    assert os.getcwd() == cwd and "ALARMKIT_TEST_WORKER_SET" not in os.environ and os.environ.get("HOME") == env.get("HOME")
