@@ -100,12 +100,7 @@ def read_wrangler(path: str | Path) -> WranglerConfig:
     if not p.is_file():
         raise WorkerError(f"no wrangler file {str(p)!r}; pass --wrangler wrangler.jsonc (or .toml), or leave it out "
                           "and name the bindings")
-    if p.stat().st_size > MAX_CONFIG:
-        raise WorkerError(f"{p} is {p.stat().st_size:,} bytes, past the {MAX_CONFIG:,} a wrangler file may be")
-    try:
-        text = p.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise WorkerError(f"cannot read {p}: {err}") from None
+    text = _read_config(p, "a wrangler file")
     try:
         data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(strip_jsonc(text))
     except (ValueError, RecursionError) as err:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
@@ -164,6 +159,16 @@ def _config(where: str, data: dict) -> WranglerConfig:
     return cfg
 
 
+def _read_config(p: Path, what: str) -> str:
+    """The text of a config file of at most ``MAX_CONFIG`` bytes, or ``WorkerError`` naming why not."""
+    if p.stat().st_size > MAX_CONFIG:
+        raise WorkerError(f"{p} is {p.stat().st_size:,} bytes, past the {MAX_CONFIG:,} {what} may be")
+    try:
+        return p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkerError(f"cannot read {p}: {err}") from None
+
+
 def read_dev_vars(folder: str | Path) -> dict[str, str]:
     """``.dev.vars`` in ``folder`` (none: ``{}``): ``NAME=value`` lines, ``#`` comments, an optional
     ``export``, values in single quotes (as written) or double quotes (``\\n`` is a newline), never
@@ -171,12 +176,7 @@ def read_dev_vars(folder: str | Path) -> dict[str, str]:
     p = Path(folder) / ".dev.vars"
     if not p.is_file():
         return {}
-    if p.stat().st_size > MAX_CONFIG:
-        raise WorkerError(f"{p} is {p.stat().st_size:,} bytes, past the {MAX_CONFIG:,} a .dev.vars file may be")
-    try:
-        text = p.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise WorkerError(f"cannot read {p}: {err}") from None
+    text = _read_config(p, "a .dev.vars file")
     out: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
