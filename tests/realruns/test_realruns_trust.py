@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -361,9 +362,17 @@ def test_record_takes_due_times_from_the_object_clock_and_ends_complete(tmp_path
     # during code, so up to a millisecond later)
     assert 0 <= arms[0] - r.obligations[0]["due_ms"] <= 1
     assert bool(run["complete"]) is True
-    violations = r.check().violations  # ok, unless local workerd's clock moved that millisecond
-    assert not violations or ([v.invariant for v in violations] == ["alarm_pushed_past_due"]
-                              and arms[0] - r.obligations[0]["due_ms"] == 1), violations
+    # ok, unless local workerd's clock moved a millisecond during grant(): then the alarm is left 1 ms past a
+    # due time, which both timing invariants name (seen in CI under load); never more than that millisecond
+    for v in r.check().violations:
+        assert v.invariant in ("alarm_pushed_past_due", "dropped_wakeup"), v
+        late = re.search(r", ([\d.]+) s after \w+\(", v.message)  # alarm_pushed_past_due names the lateness
+        if late is None:  # dropped_wakeup names the due time and where the alarm was left
+            due, left = re.search(r"due at ([\d.]+) s, and left the alarm at ([\d.]+) s", v.message).groups()
+            late_ms = round((float(left) - float(due)) * 1000)
+        else:
+            late_ms = round(float(late.group(1)) * 1000)
+        assert late_ms == 1, v
     assert r.tail_path is None and not list((tmp_path / "tmp").iterdir())  # raw files not kept, work folder gone
 
 
