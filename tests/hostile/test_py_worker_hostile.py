@@ -10,15 +10,14 @@ RuntimeWarning); no file appears or disappears, no process runs, the local serve
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from alarmkit.cli import main
+from counting_server import counting_server
 from harness import count
 
 ESCAPES = {
@@ -102,24 +101,16 @@ def helper(act):
 '''
 
 
-class _Counting(http.server.BaseHTTPRequestHandler):
-    hits = 0
-
-    def do_GET(self):  # noqa: N802
-        type(self).hits += 1
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
-
-
 @pytest.fixture(scope="module")
-def port():
-    srv = http.server.HTTPServer(("127.0.0.1", 0), _Counting)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv.server_address[1]
-    srv.shutdown()
+def server():
+    with counting_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def port(server):
+    server.reset()
+    return server.port
 
 
 def write_worker(folder: Path, port: int, action: str, place: str) -> Path:
@@ -167,16 +158,15 @@ def check(rc: int, out: str, err: str) -> dict | None:
 
 @settings(max_examples=60)
 @given(name=st.sampled_from(sorted(ESCAPES)), place=st.sampled_from(PLACES))
-def test_a_worker_cannot_leave_the_simulation_from_anywhere(tmp_path_factory, capsys, port, name, place):
+def test_a_worker_cannot_leave_the_simulation_from_anywhere(tmp_path_factory, capsys, server, port, name, place):
     count("worker (python, escape)")
     folder = tmp_path_factory.mktemp("esc")
     entry = write_worker(folder, port, ESCAPES[name], place)
     before = snapshot(folder)
-    _Counting.hits = 0
     rc, out, err = run(capsys, folder, entry)
     summary = check(rc, out, err)
     assert snapshot(folder) == before, f"{name} in {place} changed the folder"
-    assert not (folder / "target").exists() and _Counting.hits == 0
+    assert not (folder / "target").exists() and server.hits == 0
     refused = "in the worker's code at" in out + err  # the refusal's text, at the call
     if place == "swallowed":
         assert summary is not None and summary["failed"] == 0  # the worker's own except hid it; nothing left

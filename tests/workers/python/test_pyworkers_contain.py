@@ -3,7 +3,6 @@ as ordinary exceptions, ``print()`` and ``ctx.storage.kv``, ``transaction()``'s 
 
 from __future__ import annotations
 
-import http.server
 import json
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 import alarmkit as ak
 from alarmkit.cli import main
 
+from counting_server import counting_server
 from pyworker_support import FIXTURES, kinds
 
 CF14 = FIXTURES / "cf14"
@@ -118,26 +118,10 @@ class W(DurableObject):
 
 
 # -- containment ----------------------------------------------------------------------------------------
-class _Counting(http.server.BaseHTTPRequestHandler):
-    hits = 0
-
-    def do_GET(self):  # noqa: N802
-        type(self).hits += 1
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
-
-
 @pytest.fixture
 def server():
-    srv = http.server.HTTPServer(("127.0.0.1", 0), _Counting)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    _Counting.hits = 0
-    yield srv.server_address[1]
-    srv.shutdown()
+    with counting_server() as srv:
+        yield srv
 
 
 ESCAPES = {
@@ -167,7 +151,7 @@ def test_each_way_out_is_refused_at_the_call_by_name_and_nothing_leaves(tmp_path
     target = tmp_path / "target"
     sim, w, a = load(tmp_path, f'''
 from workers import DurableObject
-PORT = {server}
+PORT = {server.port}
 TARGET = {str(target)!r}
 
 class W(DurableObject):
@@ -179,7 +163,7 @@ class W(DurableObject):
 ''')
     with pytest.raises(ak.WorkerUnsupported, match=pattern):
         sim.call(a.go())
-    assert not target.exists() and _Counting.hits == 0
+    assert not target.exists() and server.hits == 0
     assert sim.call(a.read()) > 0  # reading a file is not leaving
     target.write_text("the user's own code, outside the worker, writes as it likes")
 
