@@ -1,10 +1,11 @@
 """Importing a worker's modules in isolation: each load gets fresh module objects for the entry module and
 every module beside it (its folder is the worker's ``src/``), never entered in ``sys.modules``, whose
 ``__builtins__`` carries an ``__import__`` that hands them the worker's own ``time``, ``datetime``,
-``asyncio``, ``js``, ``pyodide`` and ``workers`` (``_modules``).
+``asyncio``, ``js``, ``pyodide`` and ``workers`` (``_modules``), and its own ``os``, ``atexit``, ``sqlite3`` and
+``duckdb`` (``_unaudited``).
 
 So two workers, or one module loaded twice, share no module state. What they do share is what Python
-itself shares: every other module (the standard library but those six, installed packages) is the
+itself shares: every other module (the standard library but those ten, installed packages) is the
 process's one copy, imported the usual way, and reads real time.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from ...errors import WorkerError
 from ._contain import WallClockLimit, register_file
+from ._unaudited import REAL_SUBMODULES
 
 __all__ = ["Isolated", "text_of", "NOTE"]
 
@@ -133,6 +135,9 @@ class Isolated:
             name = self._resolve(name, globals, level)
         top = name.partition(".")[0]
         if name in self.shims or top in self.shims:
+            if name not in self.shims and top in REAL_SUBMODULES:  # e.g. duckdb.typing: the real submodule
+                real = builtins.__import__(name, globals, locals, fromlist, 0)
+                return real if fromlist else self.shims[top]
             if name not in self.shims:
                 raise ImportError(f"No module named {name!r} in alarmkit's Python Worker host")
             return self.shims[name] if fromlist else self.shims[top]

@@ -22,6 +22,7 @@ from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line, start_task
 from ._sdk import outbound_fetch
+from ._unaudited import make_unaudited
 
 __all__ = ["make_modules"]
 
@@ -240,4 +241,4 @@ def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleTy
     sim = worker.sim
     pkg, ffi = _pyodide()
     return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
-            "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk}
+            "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk, **make_unaudited()}

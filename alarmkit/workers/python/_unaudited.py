@@ -1,0 +1,296 @@
+"""What a Python Worker's code reaches that Python raises no audit event for (so ``_contain``'s hook does
+not see it), closed in the worker's own modules: the ``os``, ``atexit``, ``sqlite3`` and ``duckdb`` its
+code imports are made for it (``shims``, beside ``_modules``' clock shims; nothing global is patched).
+
+- ``os.mkfifo`` and ``os.mknod`` make a file and are not audited: refused by name.
+- ``os.environ`` (and ``os.getenv``, ``os.environb``) holds ``HOME=/session`` only, not the machine's
+  environment; changing it is refused as ``os.putenv``/``os.unsetenv`` are (the hook's ``SHARED`` text).
+- ``atexit.register`` would run the worker's code after the simulation, outside its clock: refused.
+- ``sqlite3.connect`` to a file is refused here (the hook's ``sqlite3.connect`` event is raised inside this
+  module, which the hook counts as alarmkit's); an in-memory connection gets an authorizer that refuses
+  ``ATTACH`` of a file and ``VACUUM INTO`` (SQLite authorizes both as ``SQLITE_ATTACH`` of the file name),
+  and a statement it refused is a ``WorkerUnsupported`` naming the statement.
+- ``duckdb.connect(path)`` to a file is refused; an in-memory one (and ``duckdb.sql``, ``duckdb.execute``...
+  at module level, which use one in-memory connection of the worker's) runs with
+  ``enable_external_access=false`` locked (``lock_configuration``), so it attaches, reads and writes no
+  file; a statement DuckDB refuses for that is a ``WorkerUnsupported`` naming the statement.
+
+Every refusal is one line, ``CALL in the worker's code at FILE:LINE: why; the way out`` (docs/errors.md).
+"""
+
+from __future__ import annotations
+
+import atexit as _atexit
+import os as _os
+import sqlite3 as _sqlite3
+import sys
+import types
+from collections.abc import MutableMapping
+from typing import Any, Iterator
+
+from ...errors import WorkerUnsupported
+from ._contain import _writes, owner_frame, refusal
+
+__all__ = ["make_unaudited", "SESSION_ENV", "REAL_SUBMODULES"]
+
+SESSION_ENV = {"HOME": "/session"}  # what a Python Worker sees of its environment
+REAL_SUBMODULES = ("os", "sqlite3", "duckdb")  # `from duckdb.typing import ...`: the real submodule
+
+
+def _where() -> str:
+    """``file:line`` of the worker's code that made the call (past this module's own frames)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    kind, frame = owner_frame(frame)
+    if frame is None or kind == "alarmkit":
+        return "a line of the worker's code"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _refuse(call: str, args: tuple, why: str | None = None) -> WorkerUnsupported:
+    """``call(args)`` refused: with the hook's text for its kind (``refusal``) or ``why``."""
+    where = _where()
+    if why is None:
+        return refusal(call, args, where)
+    shown = refusal(call, args, where).args[0].split(" in the worker's code at ")[0]
+    return WorkerUnsupported(f"{shown} in the worker's code at {where}: {why}")
+
+
+# -- os -------------------------------------------------------------------------------------------------
+class _Environ(MutableMapping):
+    """The worker's ``os.environ``: its own copy of ``SESSION_ENV``; a change is refused as the process's is."""
+
+    def __init__(self, data: dict) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise _refuse("os.putenv", (key, value))
+
+    def __delitem__(self, key: Any) -> None:
+        raise _refuse("os.unsetenv", (key,))
+
+    def __iter__(self) -> Iterator:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"environ({self._data!r})"
+
+    def copy(self) -> dict:
+        return dict(self._data)
+
+
+def _os_module() -> types.ModuleType:
+    mod = types.ModuleType("os", "os, with the worker's own environment and no unaudited file making")
+    mod.__dict__.update({k: v for k, v in vars(_os).items() if not k.startswith("__")})
+    environ = _Environ(SESSION_ENV)
+    environb = _Environ({k.encode(): v.encode() for k, v in SESSION_ENV.items()})
+
+    def getenv(key: str, default: Any = None) -> Any:
+        return environ.get(key, default)
+
+    def getenvb(key: bytes, default: Any = None) -> Any:
+        return environb.get(key, default)
+
+    def mkfifo(path: Any, *args: Any, **kwargs: Any) -> None:
+        raise _refuse("os.mkfifo", (path, *args))
+
+    def mknod(path: Any, *args: Any, **kwargs: Any) -> None:
+        raise _refuse("os.mknod", (path, *args))
+
+    mod.__dict__.update(environ=environ, environb=environb, getenv=getenv, getenvb=getenvb, mkfifo=mkfifo,
+                        mknod=mknod)
+    return mod
+
+
+# -- atexit ---------------------------------------------------------------------------------------------
+def _atexit_module() -> types.ModuleType:
+    mod = types.ModuleType("atexit", "atexit, whose register is refused: it would run after the simulation")
+    mod.__dict__.update({k: v for k, v in vars(_atexit).items() if not k.startswith("__")})
+
+    def register(func: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _refuse("atexit.register", (func,), "a callback at the process's exit runs after the simulation, "
+                      "outside its clock and its journal; do the work in the handler (or a task it starts), or "
+                      "in the code that drives the simulation")
+
+    mod.register = register
+    return mod
+
+
+# -- sqlite3 --------------------------------------------------------------------------------------------
+def _memory(name: Any) -> bool:
+    return not _writes("sqlite3.connect", (name,))
+
+
+_FILE_WHY = ("a file written outside the simulation, which alarmkit does not do; keep the data in ctx.storage "
+             "(kv, sql), or bind a fake of the store (load_worker(..., bindings={'FILES': my_fake}))")
+
+
+def _authorizer(refused: list) -> Any:
+    def authorize(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
+        if action == _sqlite3.SQLITE_ATTACH and not _memory(arg1 or ""):
+            refused.append(arg1)
+            return _sqlite3.SQLITE_DENY
+        return _sqlite3.SQLITE_OK
+    return authorize
+
+
+def _checked(conn: Any, call: str, run: Any, sql: Any, *args: Any) -> Any:
+    """``run(sql, *args)``; refused by our authorizer: a ``WorkerUnsupported`` naming the statement."""
+    conn._refused.clear()
+    try:
+        return run(sql, *args)
+    except _sqlite3.DatabaseError:
+        if not conn._refused:
+            raise
+        file = conn._refused[0]
+        raise _refuse(call, (sql,), f"it writes the file {file!r} outside the simulation (ATTACH of a file, VACUUM "
+                      "INTO), which alarmkit does not do; attach ':memory:', or keep the data in ctx.storage.sql") \
+            from None
+
+
+class _Cursor(_sqlite3.Cursor):
+    def execute(self, sql: Any, *args: Any) -> Any:
+        return _checked(self.connection, "sqlite3.Cursor.execute", super().execute, sql, *args)
+
+    def executemany(self, sql: Any, *args: Any) -> Any:
+        return _checked(self.connection, "sqlite3.Cursor.executemany", super().executemany, sql, *args)
+
+    def executescript(self, sql: Any) -> Any:
+        return _checked(self.connection, "sqlite3.Cursor.executescript", super().executescript, sql)
+
+
+class _Connection(_sqlite3.Connection):
+    """An in-memory connection of the worker's: our authorizer stays in front of any it sets."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._refused: list = []
+        self._ours = _authorizer(self._refused)
+        super().set_authorizer(self._ours)
+
+    def set_authorizer(self, callback: Any) -> None:
+        if callback is None:
+            super().set_authorizer(self._ours)
+            return
+
+        def both(*a: Any) -> int:
+            mine = self._ours(*a)
+            return mine if mine != _sqlite3.SQLITE_OK else callback(*a)
+
+        super().set_authorizer(both)
+
+    def cursor(self, factory: Any = _Cursor) -> Any:
+        return super().cursor(factory if isinstance(factory, type) and issubclass(factory, _Cursor) else _Cursor)
+
+    def execute(self, sql: Any, *args: Any) -> Any:
+        return self.cursor().execute(sql, *args)
+
+    def executemany(self, sql: Any, *args: Any) -> Any:
+        return self.cursor().executemany(sql, *args)
+
+    def executescript(self, sql: Any) -> Any:
+        return self.cursor().executescript(sql)
+
+
+def _sqlite3_module() -> types.ModuleType:
+    mod = types.ModuleType("sqlite3", "sqlite3, in memory only: no file connected, attached or vacuumed into")
+    mod.__dict__.update({k: v for k, v in vars(_sqlite3).items() if not k.startswith("__")})
+
+    def connect(database: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _memory(database):
+            raise _refuse("sqlite3.connect", (database,))
+        kwargs["factory"] = _Connection
+        return _sqlite3.connect(database, *args, **kwargs)
+
+    mod.connect = connect
+    return mod
+
+
+# -- duckdb ---------------------------------------------------------------------------------------------
+_LOCKED = {"enable_external_access": False, "lock_configuration": True}
+_DUCK_WHY = ("DuckDB would read or write a file outside the simulation (ATTACH, COPY, read_csv...), which alarmkit "
+             "does not do; keep the data in ctx.storage, or pass it in as a Python value")
+
+
+class _LockedDuckDB:
+    """An in-memory DuckDB connection of the worker's, external access off and locked; a statement refused
+    for it is a ``WorkerUnsupported`` naming the statement."""
+
+    def __init__(self, duckdb: Any, con: Any) -> None:
+        object.__setattr__(self, "_duckdb", duckdb)
+        object.__setattr__(self, "_con", con)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._con, name)
+        if not callable(value) or name.startswith("__"):
+            return value
+        duckdb = self._duckdb
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                out = value(*args, **kwargs)
+            except duckdb.PermissionException:
+                shown = args[:1] if args else tuple(kwargs.values())[:1]
+                raise _refuse(f"duckdb.{name}", shown, _DUCK_WHY) from None
+            return self if out is self._con else out
+
+        return call
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._con.close()
+
+
+def _duckdb_module() -> types.ModuleType | None:
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    mod = types.ModuleType("duckdb", "duckdb, in memory only, with external access (files) off and locked")
+    mod.__dict__.update({k: v for k, v in vars(duckdb).items() if not k.startswith("__")})
+    default: list = []
+
+    def connect(database: Any = ":memory:", read_only: bool = False, config: Any = None, **kwargs: Any) -> Any:
+        name = str(database) if isinstance(database, (str, _os.PathLike)) else database
+        if not (isinstance(name, str) and (name in ("", ":memory:") or name.startswith(":memory:"))):
+            raise _refuse("duckdb.connect", (database,))
+        settings = {**(config or {}), **_LOCKED} if isinstance(config, dict) else dict(_LOCKED)
+        return _LockedDuckDB(duckdb, duckdb.connect(name, read_only=read_only, config=settings))
+
+    def default_connection() -> Any:
+        """The worker's one in-memory connection that ``duckdb.sql(...)`` and the like use."""
+        if not default:
+            default.append(_LockedDuckDB(duckdb, duckdb.connect(":memory:", config=dict(_LOCKED))))
+        return default[0]
+
+    def module_level(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            kwargs.pop("connection", None)  # never another connection than the worker's own
+            return getattr(default_connection(), name)(*args, **kwargs)
+        return call
+
+    methods = set(dir(duckdb.DuckDBPyConnection))
+    for key, value in list(mod.__dict__.items()):
+        if key in methods and callable(value) and not isinstance(value, type) and not key.startswith("_"):
+            setattr(mod, key, module_level(key))
+    mod.connect, mod.default_connection = connect, default_connection
+    return mod
+
+
+def make_unaudited() -> dict[str, types.ModuleType]:
+    """The worker's ``os`` (and ``os.path``), ``atexit``, ``sqlite3`` and, when installed, ``duckdb``."""
+    os_mod = _os_module()
+    shims = {"os": os_mod, "os.path": _os.path, "atexit": _atexit_module(), "sqlite3": _sqlite3_module()}
+    duck = _duckdb_module()
+    if duck is not None:
+        shims["duckdb"] = duck
+    return shims

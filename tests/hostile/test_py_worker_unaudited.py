@@ -1,0 +1,127 @@
+"""The ways past the audit hook that Python raises no audit event for, closed in the Python Worker's own
+``os``, ``atexit``, ``sqlite3`` and ``duckdb`` (alarmkit/workers/python/_unaudited.py): each is refused at
+the call with a one-line ``WorkerUnsupported`` naming the call and the worker's line, nothing is made on
+disk, and what stays inside (in-memory SQLite and DuckDB, reading ``os.environ``) still works."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import alarmkit as ak
+
+FILE_WHY = "a file written outside the simulation, which alarmkit does not do; keep the data in ctx.storage"
+ATTACH_WHY = "outside the simulation (ATTACH of a file, VACUUM INTO), which alarmkit does not do; attach ':memory:'"
+DUCK_WHY = "DuckDB would read or write a file outside the simulation (ATTACH, COPY, read_csv...)"
+
+CASES = {  # the worker's code (TARGET: a file in the test's folder) -> the refusal's start, its reason
+    "mkfifo": ("import os\n        os.mkfifo(TARGET)", "os.mkfifo('{t}')", FILE_WHY),
+    "mknod": ("import os, stat\n        os.mknod(TARGET, stat.S_IFREG | 0o600)", "os.mknod('{t}', 33152)", FILE_WHY),
+    "from_os": ("from os import mkfifo\n        mkfifo(TARGET)", "os.mkfifo('{t}')", FILE_WHY),
+    "atexit": ("import atexit\n        atexit.register(open, TARGET, 'w')", "atexit.register(<built-in function open>)",
+               "a callback at the process's exit runs after the simulation, outside its clock and its journal"),
+    "sqlite_attach": ("import sqlite3\n        sqlite3.connect(':memory:').execute(f\"ATTACH '{TARGET}' AS a\")",
+                      "sqlite3.Cursor.execute(\"ATTACH '{t}' AS a\")", "it writes the file '{t}' " + ATTACH_WHY),
+    "sqlite_vacuum": ("import sqlite3\n        c = sqlite3.connect('')\n        c.execute('CREATE TABLE t (x)')\n"
+                      "        c.execute(f\"VACUUM INTO '{TARGET}'\")",
+                      "sqlite3.Cursor.execute(\"VACUUM INTO '{t}'\")", "it writes the file '{t}' " + ATTACH_WHY),
+    "sqlite_unlocked": ("import sqlite3\n        c = sqlite3.connect(':memory:')\n        c.set_authorizer(None)\n"
+                        "        c.cursor().executescript(f\"ATTACH '{TARGET}' AS a;\")",
+                        "sqlite3.Cursor.executescript(\"ATTACH '{t}' AS a;\")", "it writes the file '{t}' " + ATTACH_WHY),
+    "sqlite_file": ("import sqlite3\n        sqlite3.connect(TARGET)", "sqlite3.connect('{t}')", FILE_WHY),
+    "duckdb_file": ("import duckdb\n        duckdb.connect(TARGET)", "duckdb.connect('{t}')", FILE_WHY),
+    "duckdb_attach": ("import duckdb\n        duckdb.connect(':memory:').execute(f\"ATTACH '{TARGET}' AS a\")",
+                      "duckdb.execute(\"ATTACH '{t}' AS a\")", DUCK_WHY),
+    "duckdb_copy": ("import duckdb\n        duckdb.sql(f\"COPY (SELECT 1) TO '{TARGET}'\")",
+                    "duckdb.sql(\"COPY (SELECT 1) TO '{t}'\")", DUCK_WHY),
+    "duckdb_unlock": ("import duckdb\n        c = duckdb.connect(config={'enable_external_access': True, "
+                      "'lock_configuration': False})\n        c.execute(f\"COPY (SELECT 1) TO '{TARGET}'\")",
+                      "duckdb.execute(\"COPY (SELECT 1) TO '{t}'\")", DUCK_WHY),
+    "environ_set": ("import os\n        os.environ['ALARMKIT_UNAUDITED'] = TARGET", "os.putenv('ALARMKIT_UNAUDITED', '{t}')",
+                    "it changes the process every object and alarmkit share"),
+}
+PLACES = ["rpc", "alarm", "top"]
+
+
+def worker(tmp_path: Path, code: str, place: str) -> str:
+    body = {"rpc": "", "alarm": "", "top": ""}
+    if place == "top":
+        top = code.replace("\n        ", "\n")
+        return f"TARGET = {str(tmp_path / 'target')!r}\n{top}\nfrom workers import DurableObject\n\nclass W(DurableObject):\n    async def go(self):\n        pass\n"
+    body[place] = code
+    return f'''
+from workers import DurableObject
+TARGET = {str(tmp_path / 'target')!r}
+
+class W(DurableObject):
+    async def go(self):
+        await self.ctx.storage.setAlarm(1_000)
+        {body["rpc"] or "pass"}
+
+    async def alarm(self):
+        {body["alarm"] or "pass"}
+'''
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_an_unaudited_way_out_is_refused_by_name_and_makes_nothing(tmp_path, name, place):
+    code, call, why = CASES[name]
+    t = str(tmp_path / "target")
+    (tmp_path / "src").mkdir()
+    entry = tmp_path / "src" / "entry.py"
+    entry.write_text(worker(tmp_path, code, place))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    env = dict(os.environ)
+    sim = ak.Simulation(seed=0)
+    expected = rf"^{re.escape(call.format(t=t))} in the worker's code at {re.escape(str(entry))}:\d+: " \
+               rf"{re.escape(why.format(t=t))}"
+    if place == "top":
+        with pytest.raises(ak.WorkerError, match=re.escape(call.format(t=t))):
+            sim.load_worker(entry, bindings={"W": "W"})
+    else:
+        w = sim.load_worker(entry, bindings={"W": "W"})
+        stub = w.env.W.getByName("a")
+        if place == "rpc":
+            with pytest.raises(ak.WorkerUnsupported, match=expected) as err:
+                sim.call(stub.go())
+            assert "\n" not in str(err.value)
+        else:
+            sim.call(stub.go())
+            sim.run(until=1_001)
+            ev = sim.events()
+            fails = ev[ev["kind"] == "handler_error"]
+            assert fails["t_ms"].tolist() == [1_001]  # the alarm fired (1 ms late) and failed at the call
+            detail = json.loads(fails["detail"].iloc[0])
+            assert detail["error"] == "WorkerUnsupported" and re.match(expected, detail["message"]), detail
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and not (tmp_path / "target").exists()
+    assert dict(os.environ) == env
+
+
+def test_what_stays_inside_still_works_and_the_environment_is_the_sessions(tmp_path):
+    (tmp_path / "src").mkdir()
+    entry = tmp_path / "src" / "entry.py"
+    entry.write_text('''
+import os, sqlite3, duckdb
+from workers import DurableObject
+
+class W(DurableObject):
+    async def go(self):
+        c = sqlite3.connect(":memory:")
+        c.execute("ATTACH ':memory:' AS m")
+        c.execute("CREATE TABLE m.t (x)")
+        c.execute("INSERT INTO m.t VALUES (7)")
+        d = duckdb.connect()
+        return [dict(os.environ), os.getenv("PATH"), os.environ.get("HOME"), sorted(os.environ),
+                c.execute("SELECT x FROM m.t").fetchone()[0], duckdb.sql("SELECT 40 + 2").fetchall()[0][0],
+                d.execute("SELECT 1").fetchone()[0], os.path.join("a", "b")]
+''')
+    sim = ak.Simulation(seed=0)
+    w = sim.load_worker(entry, bindings={"W": "W"})
+    assert sim.call(w.env.W.getByName("a").go()) == [{"HOME": "/session"}, None, "/session", ["HOME"], 7, 42, 1, "a/b"]
+    assert os.environ.get("HOME") != "/session" or "PATH" in os.environ  # the process's own is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
