@@ -5,6 +5,7 @@ scenario, profile, seed, events, complete), the ids ``alarmkit export --run ID``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any
 
@@ -17,8 +18,10 @@ __all__ = ["recover", "add_arguments", "run_command", "list_runs"]
 
 def recover(spill: str | os.PathLike, db: str | os.PathLike) -> dict[str, Any]:
     """Write the events of ``spill`` into the journal ``db``; returns counts. Events the journal already
-    holds (the same run and seq) are skipped; a run the journal does not hold is added from the
-    spill's header; a run id held by a different run (another scenario or seed) is refused."""
+    holds (the same run and seq, the same event) are skipped, and an event the spill holds twice is
+    written once, so recovering a spill again writes nothing; an event at a run and seq held as a
+    different event is refused (``_unheld``); a run the journal does not hold is added from the spill's
+    header; a run id held by a different run (another scenario or seed) is refused."""
     head, rows = read_spill(spill)
     if head["columns"] != EVENT_COLUMNS:
         raise AlarmkitError(f"{str(spill)!r} holds columns {head['columns']}, not this alarmkit's {EVENT_COLUMNS}; "
@@ -46,10 +49,7 @@ def recover(spill: str | os.PathLike, db: str | os.PathLike) -> dict[str, Any]:
                     raise AlarmkitError(f"run {run_id} in {str(db)!r} is {have[0]} seed {have[1]}, but the spill's run "
                                         f"{run_id} is {meta.get('scenario')} seed {meta.get('seed')}; pass the journal "
                                         f"it was written for ({head.get('journal')})")
-            held = {tuple(k) for k in con.execute("SELECT run_id, seq FROM events WHERE run_id IN "
-                                                  "(SELECT DISTINCT unnest(?::INTEGER[]))",
-                                                  [sorted({r[0] for r in rows if r[0] is not None})]).fetchall()}
-            new = [r for r in rows if (r[0], r[1]) not in held]
+            new, skipped = _unheld(con, rows, db, head)
             try:
                 if new:  # into the journal's own table: event_rows (rendered rows, packed = false) or events
                     cols, extra = list(EVENT_COLUMNS), []
@@ -69,7 +69,64 @@ def recover(spill: str | os.PathLike, db: str | os.PathLike) -> dict[str, Any]:
             raise AlarmkitError(f"the spill does not fit the journal ({type(err).__name__}: "
                                 f"{str(err).splitlines()[0][:200]}); nothing was written") from None
         con.execute("COMMIT")
-    return {"events": len(new), "skipped": len(rows) - len(new), "runs_added": added_runs}
+    return {"events": len(new), "skipped": skipped, "runs_added": added_runs}
+
+
+_DETAIL = EVENT_COLUMNS.index("detail")
+
+
+def _differs(a: list | tuple, b: list | tuple) -> str:
+    """The first column in which two events (``EVENT_COLUMNS`` order) differ, or "" when they are the
+    same event (details compared as JSON: a spill's text and the journal's may space it differently)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == y:
+            continue
+        if i == _DETAIL and isinstance(x, str) and isinstance(y, str):
+            try:
+                if json.loads(x) == json.loads(y):
+                    continue
+            except (ValueError, RecursionError):
+                pass
+        return EVENT_COLUMNS[i]
+    return ""
+
+
+def _conflict(head: dict, where: str, theirs: list | tuple, ours: list | tuple) -> AlarmkitError:
+    col = _differs(theirs, ours)
+    i = EVENT_COLUMNS.index(col)
+    return AlarmkitError(
+        f"run {ours[0]} seq {ours[1]} of the spill ({ours[5]} at {ours[2]:,} ms) is not the event {where} at that "
+        f"run and seq ({theirs[5]} at {theirs[2]:,} ms; {col} {str(ours[i])!r:.80} vs {str(theirs[i])!r:.80}): an "
+        f"event is never overwritten or dropped, so nothing was written; pass the journal the spill was written for "
+        f"({head.get('journal')}), or the spill it wrote")
+
+
+def _unheld(con: Any, rows: list[list], db: Any, head: dict) -> tuple[list[list], int]:
+    """The spill's ``rows`` the journal does not hold yet, each once, and how many were skipped (held
+    already, or the same event twice in the spill). A row at a run and seq the journal (or the spill,
+    earlier) holds as a different event is refused by name (``AlarmkitError``): never overwritten, never
+    dropped. Recovering the same spill twice writes nothing the second time."""
+    seen: dict[tuple, list] = {}
+    for row in rows:
+        key = (row[0], row[1])
+        if key in seen:
+            if _differs(seen[key], row):
+                raise _conflict(head, "the spill holds earlier", seen[key], row)
+            continue
+        seen[key] = row
+    keys = list(seen)
+    held: dict[tuple, tuple] = {}
+    if keys:
+        cols = ", ".join(f"e.{c}" for c in EVENT_COLUMNS)
+        for row in con.execute(f"SELECT {cols} FROM events e JOIN (SELECT unnest(?::BIGINT[]) AS run_id, "
+                               "unnest(?::BIGINT[]) AS seq) k ON e.run_id = k.run_id AND e.seq = k.seq",
+                               [[k[0] for k in keys], [k[1] for k in keys]]).fetchall():
+            held[(row[0], row[1])] = row
+    for key, row in held.items():
+        if _differs(row, seen[key]):
+            raise _conflict(head, f"{str(db)!r} already holds", row, seen[key])
+    new = [row for key, row in seen.items() if key not in held]
+    return new, len(rows) - len(new)
 
 
 # -- alarmkit journal recover ------------------------------------------------------------------
