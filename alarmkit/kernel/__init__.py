@@ -5,7 +5,7 @@ of milliseconds, timers fire by ``(time, sequence)``, and a seeded random source
 repeatable. The runtime wing builds Durable Objects on top of it.
 """
 
-from ._budget import (EVENT_LIMIT, MAX_WALL_S, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, KernelLimit, SimLimit, check_limit,
+from ._budget import (next_look, EVENT_LIMIT, MAX_WALL_S, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, KernelLimit, SimLimit, check_limit,
                       check_seconds, over_event_limit, over_wall_limit, task_of)
 from ._kernel import SEED_MAX, Kernel
 from ._tasks import PENDING, Future, Ready, Task, as_coro, wrap_awaitable

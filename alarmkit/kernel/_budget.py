@@ -20,7 +20,8 @@ more work than that at one instant needs ``step_limit`` raised.
 Two more bound the user's own code (a worker's): ``event_limit``, journal events one ``run()`` or
 ``call()`` may add (an alarm() that re-arms at ``Date.now()`` moves the clock a millisecond a fire, so
 neither budget above stops it before memory runs out: measured 2026-12-04, a Python Worker's storm
-journaled ~360,000 events a second, ~120 bytes each held in memory without a journal file); and
+journaled ~360,000 events a second, ~120 bytes each held in memory without a journal file): the run
+stops on its N-th event (``next_look``), the kernel taking no step after the one that journaled it; and
 ``wall_limit_s``, wall-clock seconds one step of a Python Worker's code may run (``while True: pass``
 in ``alarm()``, a constructor or the module's top: the JS host's is ``ALARMKIT_JSHOST_TIMEOUT_S``, 60 s).
 The largest built-in run journals about 3,000,000 events in one ``run()`` (benchmarks/bench_core.py at
@@ -37,7 +38,8 @@ from typing import Any
 from ..errors import InvalidValue, RunawayError
 
 __all__ = ["STEP_LIMIT", "TIME_LIMIT_MS", "NO_LIMIT", "EVENT_LIMIT", "WALL_LIMIT_S", "check_limit", "check_seconds",
-           "over_step_limit", "past_time_limit", "over_event_limit", "over_wall_limit", "task_of", "KernelLimit", "SimLimit"]
+           "over_step_limit", "past_time_limit", "over_event_limit", "over_wall_limit", "task_of", "KernelLimit", "SimLimit",
+           "next_look"]
 
 STEP_LIMIT = 100_000  # kernel steps while the clock stands still
 TIME_LIMIT_MS = 365 * 86_400_000  # one year of virtual time for a run() or call() told no until/limit
@@ -57,6 +59,18 @@ def check_seconds(name: str, value: Any) -> float | None:
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_WALL_S):
         return None if value is None else float(value)
     raise InvalidValue(f"{name} must be seconds in (0, {MAX_WALL_S:,.0f}] or None (no limit), got {value!r:.60}")
+
+
+def next_look(flush_at: int, first_seq: int, cap: int, width: int) -> int:
+    """Where the runtime next looks at its event buffer (a length of its flat list, ``width`` values an
+    event): at the batch's flush point ``flush_at``, or, when it comes first, once the run's
+    ``event_limit``-th event is in it (``cap``: the number that event's successor would get; ``first_seq``:
+    the number of the buffer's first event). So the run
+    stops on its N-th event exactly, not at the next batch (it was up to a batch, or 65,536 events, later),
+    at no cost to an event between two looks: the kernel then stops before its next step, and the step
+    that journaled the N-th event finishes its own (an alarm is never half delivered)."""
+    at = (cap - first_seq) * width
+    return at if 0 < at < flush_at else flush_at
 
 
 def over_event_limit(now: int, limit: int, count: int, loop: str) -> RunawayError:

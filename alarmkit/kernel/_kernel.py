@@ -90,8 +90,8 @@ class Kernel:
         self._steps = 0  # steps taken at the current instant
 
     def stop(self, err: RunawayError | None) -> None:
-        """Raise ``err`` before the next step that counts against ``step_limit`` (a microtask, or a
-        timer at the current instant), the step not taken: how a budget the runtime keeps (its events)
+        """Raise ``err`` before the next step (a microtask, a timer at this instant or a later one), the
+        step not taken: how a budget the runtime keeps (its events)
         stops a run between two whole steps at no cost to the step itself. ``None`` withdraws it."""
         self._stop = err
         limit = self._step_limit
@@ -259,6 +259,10 @@ class Kernel:
             t = key >> _SHIFT
             fn, args = entry
             if t > self.now:  # (t < now only after a charge: the timer runs late, when the code is done)
+                if self._stop is not None:  # a budget the runtime keeps ran out: the clock does not move on
+                    heappush(heap, key)
+                    self._timers[key] = entry
+                    raise self._over(fn, args)
                 self.now = t
                 self._steps = 1
             else:

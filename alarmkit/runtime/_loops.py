@@ -1,7 +1,8 @@
-"""What a run stopped by ``event_limit`` was doing: the loop read from its latest buffered events, for
-the one-line ``RunawayError`` (``kernel/_budget.over_event_limit``). It names the object with the most
-events among them and what it did again and again: an alarm() that re-arms itself (and how far ahead),
-RPC calls, or its commonest kinds.
+"""The ``event_limit`` of a run, as the runtime keeps it (``Simulation``'s ``_budget_events``,
+``_look_ahead`` and ``_check_events`` are these functions), and what a run it stopped was doing: the loop
+read from its latest events, for the one-line ``RunawayError`` (``kernel/_budget.over_event_limit``). It
+names the object with the most events among them and what it did again and again: an alarm() that
+re-arms itself (and how far ahead), RPC calls, or its commonest kinds.
 """
 
 from __future__ import annotations
@@ -10,15 +11,46 @@ from collections import Counter
 from typing import Any
 
 from ..journal import WIDTH
+from ..kernel import NO_LIMIT, next_look, over_event_limit
 
-__all__ = ["loop_seen"]
+__all__ = ["loop_seen", "budget_events", "look_ahead", "check_events", "WINDOW"]
 
 WINDOW = 20_000  # latest events read
+CHECK_EVERY = 65_536  # events between two looks without a journal (with one: each batch), when no limit is near
 
 
-def loop_seen(buffer: Any) -> str:
-    data = buffer.data
-    n = min(len(data) // WIDTH, WINDOW)
+def budget_events(sim: Any) -> None:
+    """A run() or call() begins: ``event_limit`` counts from here."""
+    sim.kernel.stop(None)
+    limit = sim._event_limit
+    sim._run_seq = sim.buffer.seq0 + len(sim.buffer)
+    sim._event_cap = NO_LIMIT if limit is None else sim._run_seq + limit
+    look_ahead(sim)
+
+
+def look_ahead(sim: Any) -> None:
+    """Where ``append_row`` next looks (``next_look``): the batch's flush point (every ``CHECK_EVERY``
+    events without a journal), or this run's ``event_limit``-th event if it comes first."""
+    flush_at = sim.journal.batch_size * WIDTH if sim.journal is not None else len(sim._buf) + CHECK_EVERY * WIDTH
+    sim._flush_len = next_look(flush_at, sim.buffer.seq0, sim._event_cap, WIDTH)
+
+
+def check_events(sim: Any) -> None:
+    """On this run's ``event_limit``-th event: the kernel stops before its next step (``Kernel.stop``)."""
+    seq = sim.buffer.seq0 + len(sim.buffer)
+    if seq >= sim._event_cap:
+        sim._event_cap = NO_LIMIT  # said once a run
+        count = seq - sim._run_seq
+        sim.kernel.stop(over_event_limit(sim.kernel.now, sim._event_limit or 0, count,
+                                         loop_seen(sim.buffer, sim._written, count)))
+
+
+def loop_seen(buffer: Any, written: list | tuple = (), run_events: int = WINDOW) -> str:
+    """``written``: the latest events already handed to the journal (flat, ``WIDTH`` values each), read
+    before the buffered ones; ``run_events``: how many events this run has journaled (none before it is
+    read)."""
+    data = [*written[-WINDOW * WIDTH:], *buffer.data] if written else buffer.data
+    n = min(len(data) // WIDTH, WINDOW, run_events)
     if not n:
         return "the events were already written to the journal"
     rows = [data[i:i + WIDTH] for i in range(len(data) - n * WIDTH, len(data), WIDTH)]

@@ -15,8 +15,8 @@ from typing import Any, Callable
 from ..journal import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
 from ..kernel import (EVENT_LIMIT, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, KernelLimit, SimLimit, check_limit, task_of,
-                      check_seconds, over_event_limit)
-from ._loops import loop_seen
+                      check_seconds)
+from ._loops import WINDOW, budget_events, check_events, look_ahead
 from .._checks import MAX_MS, text, time_ms
 from ..journal import custom_event
 from ._delivery import WAKE_FOR_ALARM, AlarmDelivery
@@ -34,7 +34,6 @@ from .faults import Faults
 from .profiles import Profile, get_profile
 
 __all__ = ["Simulation", "Namespace", "Stub", "Host", "SCHEDULERS"]
-_CHECK_EVERY = 65_536  # events between two checks of event_limit without a journal (with one: each batch)
 # every alarm backend a profile can name (Profile.scheduler), registered here and nowhere else
 SCHEDULERS: dict[str, Callable[[Simulation], AlarmBackend]] = {"workerd": WorkerdScheduler, "celld": CelldScheduler}
 
@@ -107,6 +106,7 @@ class Simulation(AlarmDelivery):
         self.run_id = None
         self._ended = False
         self._flush_len = sys.maxsize if journal is None else journal.batch_size * WIDTH
+        self._written: list = []  # the latest events of the last batch flushed (for loop_seen)
         if journal is not None:
             self.run_id = journal.start_run(scenario, self.profile.name, seed, params or {}, self.faults.to_dict())
         if self.start_ms:
@@ -170,22 +170,7 @@ class Simulation(AlarmDelivery):
         self._budget_events()
         return self.kernel.run_until_complete(aw, limit)
 
-    def _budget_events(self) -> None:
-        """A run() or call() begins: ``event_limit`` counts from here."""
-        self.kernel.stop(None)
-        limit = self._event_limit
-        self._run_seq = self.buffer.seq0 + len(self.buffer)
-        self._event_cap = NO_LIMIT if limit is None else self._run_seq + limit
-        if self.journal is None:
-            self._flush_len = len(self._buf) + _CHECK_EVERY * WIDTH
-
-    def _check_events(self) -> None:
-        """Past ``event_limit`` in this run: the kernel stops before its next step (``Kernel.stop``)."""
-        seq = self.buffer.seq0 + len(self.buffer)
-        if seq > self._event_cap:
-            self._event_cap = NO_LIMIT  # said once a run
-            self.kernel.stop(over_event_limit(self.kernel.now, self._event_limit or 0, seq - self._run_seq,
-                                              loop_seen(self.buffer)))
+    _budget_events, _look_ahead, _check_events = budget_events, look_ahead, check_events  # runtime/_loops.py
 
     # -- the scenario API: what a scenario script does from outside the objects -------------------
     def call_at(self, t_ms: int, fn: Callable[..., Any], *args: Any) -> Any:
@@ -340,20 +325,24 @@ class Simulation(AlarmDelivery):
         buf = self._buf
         buf += row
         if len(buf) >= self._flush_len:
-            self._auto_flush()  # also every _CHECK_EVERY events without a journal: the event budget
+            self._auto_flush()  # also at the event budget's looks (runtime/_loops.py)
 
     def flush(self) -> None:
         """Write buffered events to the journal (a checkpoint). If the batch cannot be written,
         raises ``JournalWriteError``; its events are kept in ``journal.unwritten``, none lost."""
         if self.journal is not None and self._buf:
-            self.journal.write_events(self.run_id, self.buffer.take())
+            self._written = self._buf[-WINDOW * WIDTH:]  # what the limit's message reads, if it falls soon after
+            try:
+                self.journal.write_events(self.run_id, self.buffer.take())
+            finally:
+                self._look_ahead()  # the buffer starts again: the limit's event is nearer its start
 
     def _auto_flush(self) -> None:
         # A flush at the batch size happens inside a step: raising there would leave an alarm half
         # delivered. The journal kept the events; say so now, and again (raising) at close().
         self._check_events()  # before the flush: the loop is read from the buffered events
-        if self.journal is None:
-            self._flush_len = len(self._buf) + _CHECK_EVERY * WIDTH
+        if self.journal is None or len(self._buf) < self.journal.batch_size * WIDTH:
+            self._look_ahead()  # a look at the limit's event, not a batch yet
             return
         try:
             self.flush()

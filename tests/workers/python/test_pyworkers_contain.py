@@ -269,8 +269,12 @@ class W(DurableObject):
     sim.call(a.start())
     with pytest.raises(ak.RunawayError) as err:
         sim.run()
+    ev = sim.events()  # the call's 3 events, then exactly the run's 100,000: the last a fire, its alarm() not run
+    assert len(ev) == 3 + 100_000 and sim.now == 48_610
+    assert ev[["seq", "t_ms", "kind"]].tail(3).values.tolist() == [[100_001, 48_608, "arm"], [100_002, 48_608, "handler_ok"],
+                                                                   [100_003, 48_610, "fire"]]
     assert str(err.value) == (
-        "stopped at virtual time 64,018 ms after 131,072 journal events in this run (event_limit=100,000): object W:a "
+        "stopped at virtual time 48,610 ms after 100,000 journal events in this run (event_limit=100,000): object W:a "
         "(20,000 of the latest 20,000 events): 6,667 alarm() fires, each re-arming at the time it ran (an alarm() "
         "that sets its next alarm at Date.now()?); work that never ends (driven without until?): pass until= (or "
         "limit= to call) to run less far, or raise the limit: Simulation(event_limit=...) or sim.event_limit = None "
@@ -426,14 +430,15 @@ def test_event_limit_stops_a_plain_simulation_too_and_with_a_journal_file(tmp_pa
         sim = ak.Simulation(seed=0, journal=journal, event_limit=10_000)
         stub = sim.namespace("S", Storm).get("a")
         sim.call(stub.start())
-        with pytest.raises(ak.RunawayError, match=r"^stopped at virtual time 23,864 ms after 10,997 journal events in this "
-                                                  r"run \(event_limit=10,000\): object S:a \(1,000 of the latest 1,000 "
-                                                  r"events\): 333 alarm\(\) fires, each re-arming 5 ms ahead \(an alarm\(\) "
+        with pytest.raises(ak.RunawayError, match=r"^stopped at virtual time 21,788 ms after 10,000 journal events in this "
+                                                  r"run \(event_limit=10,000\): object S:a \(1,003 of the latest 1,003 "
+                                                  r"events\): 335 alarm\(\) fires, each re-arming 5 ms ahead \(an alarm\(\) "
                                                   r"that always sets another\?\)"):
             sim.run()
         sim.close(complete=False)
-        # the call's 3, the run's 10,997 counted at the check, and the 2 the step that crossed it finished with
-        assert len(journal.events(sim.run_id)) == 3 + 10_997 + 2
+        # the call's 3 and exactly the run's 10,000 (it was 10,997 counted at the batch's check, and 2 more)
+        ev = journal.events(sim.run_id)
+        assert len(ev) == 3 + 10_000 and ev["t_ms"].iloc[-1] == 21_788 and ev["kind"].iloc[-1] == "fire"
 
 
 def test_the_users_own_threads_and_files_are_untouched_by_the_hook(tmp_path):
