@@ -1,7 +1,7 @@
 """A Python Worker's code as the simulation runs it: its failures made ordinary, its output captured, its
 steps gated (``_contain``).
 
-- ``guarded(what, fn)``: ``fn`` (a handler: ``alarm``, ``fetch``, an RPC method, a constructor) whose
+- ``guarded(what, fn)`` (and ``guard_coro``, through ``_raise_ordinary``, the one home): ``fn`` (a handler: ``alarm``, ``fetch``, an RPC method, a constructor) whose
   ``BaseException`` that is not an ``Exception`` (``GeneratorExit``, a class of the worker's own), or
   exception whose text cannot be read, becomes a ``WorkerFailure`` naming it: the handler failed (in
   ``alarm()`` a counted failure, retried), where it would otherwise have stopped the whole simulation.
@@ -22,34 +22,98 @@ from typing import Any, Callable
 from ...errors import WorkerFailure
 from ...kernel import NO_LIMIT, over_wall_limit
 from ._contain import STATE, WallClockLimit, _FILES, ensure_watchdog
-from ._importer import NOTE, text_of
 
-__all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task"]
+__all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task",
+           "ordinary", "passable", "name_of", "text_of", "NOTE"]
 
 MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
+NOTE = "raised in the simulated code of"  # as the runtime notes an interruption (alarmkit.cli tells it from Ctrl-C)
 _PASS = (KeyboardInterrupt, SystemExit, WallClockLimit)
 CURRENT: list = [None]  # the simulation's ctx of the object whose code runs now (for its console lines)
 
 
-def _failure(err: BaseException, what: str, ctx: Any = None) -> WorkerFailure | None:
-    """The ``WorkerFailure`` standing for ``err``, or None when ``err`` passes as it is (a
-    ``KeyboardInterrupt`` or ``SystemExit`` raised outside any object is noted as the worker's own, as the
-    runtime notes one raised in an object: not taken for a Ctrl-C; ``SystemExit`` needs no note)."""
+def name_of(err: BaseException) -> str:
+    """The class name of ``err`` on one line (a class of the worker's may name itself anything)."""
+    name = " ".join(str(type(err).__name__).split())
+    return (name if len(name) <= 80 else name[:77] + "...") or "?"
+
+
+def text_of(err: BaseException, limit: int = 200) -> str:
+    """``str(err)`` cut to ``limit``, or what stands for it when its ``__str__`` raises."""
+    try:
+        text = str(err)
+    except BaseException as inner:  # noqa: BLE001 - the worker's own __str__: anything can come out of it
+        return f"<its text cannot be read: its __str__ raised {name_of(inner)}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _safely(read: Callable[[], Any], default: Any = None) -> Any:
+    try:
+        return read()
+    except BaseException:  # noqa: BLE001 - the worker's own class: anything can come out of it
+        return default
+
+
+def passable(err: BaseException) -> BaseException:
+    """``err`` (a ``KeyboardInterrupt`` or ``SystemExit`` of the worker's, passed on to stop the run) as the
+    code that reports it can read it: itself when it is plain, else a plain one of the same base with its
+    readable text, its notes that are text and an exit code that is an int, text or None (a subclass whose
+    ``__str__`` raises, ``__notes__ = 5``, ``sys.exit(obj)`` whose ``repr`` raises crashed the command)."""
+    base = KeyboardInterrupt if isinstance(err, KeyboardInterrupt) else SystemExit if isinstance(err, SystemExit) \
+        else None
+    if base is None:
+        return err
+    notes = _safely(lambda: vars(err).get("__notes__"))
+    code = _safely(lambda: err.code) if base is SystemExit else None
+    readable = _safely(lambda: str(err) is not None, False)
+    texts = type(notes) is list and all(type(n) is str for n in notes)
+    if type(err) is base and readable and (notes is None or texts) and (code is None or type(code) in (int, str)):
+        return err
+    if base is SystemExit:
+        new: BaseException = SystemExit(code if code is None or type(code) in (int, str) else
+                                        f"<an object of class {name_of(code)}>")
+    else:
+        new = KeyboardInterrupt(text_of(err))
+    for note in notes if type(notes) is list else ():
+        if type(note) is str:
+            new.add_note(note)
+    return new
+
+
+def _failure(err: BaseException, what: str, ctx: Any = None) -> BaseException | None:
+    """What stands for ``err``, raised from a worker's handler: a ``WorkerFailure`` naming it, a plain
+    ``passable`` stand-in, or None when ``err`` passes as it is (a ``KeyboardInterrupt`` raised outside any
+    object is noted as the worker's own, as the runtime notes one raised in an object: not a Ctrl-C)."""
     if isinstance(err, _PASS):
-        if ctx is None and isinstance(err, KeyboardInterrupt) and not getattr(err, "__notes__", None):
-            err.add_note(f"{NOTE} the worker's {what}, outside any Durable Object")  # its own: not a Ctrl-C
-        return None
+        new = passable(err)
+        if ctx is None and isinstance(new, KeyboardInterrupt) and not getattr(new, "__notes__", None):
+            new.add_note(f"{NOTE} the worker's {what}, outside any Durable Object")  # its own: not a Ctrl-C
+        return None if new is err else new
     if not isinstance(err, Exception):
         text = text_of(err)
-        return WorkerFailure(f"{what} raised {type(err).__name__}{': ' + text if text else ''}, a BaseException that "
+        return WorkerFailure(f"{what} raised {name_of(err)}{': ' + text if text else ''}, a BaseException that "
                              "is not an Exception: the handler failed; raise an Exception (ValueError, RuntimeError...) "
                              "from a handler")
     try:
         str(err)
     except BaseException as inner:  # noqa: BLE001 - the worker's __str__
-        return WorkerFailure(f"{what} raised {type(err).__name__}, whose text cannot be read (its __str__ raised "
-                             f"{type(inner).__name__}): the handler failed")
+        return WorkerFailure(f"{what} raised {name_of(err)}, whose text cannot be read (its __str__ raised "
+                             f"{name_of(inner)}): the handler failed")
     return None
+
+
+def ordinary(err: BaseException, what: str, ctx: Any = None) -> BaseException:
+    """The one home of what a worker's code may raise into the simulation (``_raise_ordinary``): ``err``
+    itself when the simulation and the command can read it, else what stands for it (``_failure``)."""
+    return _failure(err, what, ctx) or err
+
+
+def _raise_ordinary(err: BaseException, what: str, ctx: Any = None) -> None:
+    """Raise, from the ``except`` block handling ``err``, what stands for it (``ordinary``)."""
+    new = ordinary(err, what, ctx)
+    if new is err:
+        raise  # noqa: PLE0704 - re-raised as it was, its traceback kept
+    raise new from None
 
 
 @coroutine
@@ -72,10 +136,7 @@ async def guard_coro(coro: Any, what: str, ctx: Any = None) -> Any:
         except BaseException as err:
             if err is exc:
                 raise  # what was thrown in comes back out: not the worker's own
-            fail = _failure(err, what, ctx)
-            if fail is None:
-                raise
-            raise fail from None
+            _raise_ordinary(err, what, ctx)
         finally:
             CURRENT[0] = outer
         try:
@@ -94,10 +155,7 @@ def guarded(what: str, ctx: Any, fn: Callable, *args: Any) -> Any:
     try:
         result = fn(*args)
     except BaseException as err:
-        fail = _failure(err, what, ctx)
-        if fail is None:
-            raise
-        raise fail from None
+        _raise_ordinary(err, what, ctx)
     finally:
         CURRENT[0] = outer
     if result.__class__ is CoroutineType:

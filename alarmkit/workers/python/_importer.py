@@ -18,20 +18,11 @@ from typing import Any
 
 from ...errors import WorkerError
 from ._contain import WallClockLimit, register_file
+from ._guard import NOTE, name_of, passable, text_of
 from ._unaudited import REAL_SUBMODULES
 
-__all__ = ["Isolated", "text_of", "NOTE"]
+__all__ = ["Isolated"]
 
-NOTE = "raised in the simulated code of"  # as the runtime notes an interruption (alarmkit.cli tells it from Ctrl-C)
-
-
-def text_of(err: BaseException, limit: int = 200) -> str:
-    """``str(err)`` cut to ``limit``, or what stands for it when its ``__str__`` raises."""
-    try:
-        text = str(err)
-    except BaseException as inner:  # noqa: BLE001 - the worker's own __str__: anything can come out of it
-        return f"<its text cannot be read: its __str__ raised {type(inner).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 MAX_SOURCE = 1 << 24  # 16 MiB: a worker module past this is not a hand-written one
 
@@ -86,19 +77,22 @@ class Isolated:
             raise WorkerError(f"importing {path} recursed too deeply (an import cycle or runaway recursion at top level)") from None
         except Exception as err:
             del self.modules[name]
-            raise WorkerError(f"importing {path} raised {type(err).__name__}: {text_of(err)}") from None
+            raise WorkerError(f"importing {path} raised {name_of(err)}: {text_of(err)}") from None
         except (KeyboardInterrupt, SystemExit) as err:  # the module's own (or a Ctrl-C): raised on, said where
             self.modules.pop(name, None)
-            if not getattr(err, "__notes__", None):
-                err.add_note(f"{NOTE} the worker module {path} (at import, line {_line(err, path)})")
-            raise
+            new = passable(err)  # a class of its own the command could not read: a plain one
+            if not getattr(new, "__notes__", None):
+                new.add_note(f"{NOTE} the worker module {path} (at import, line {_line(err, path)})")
+            if new is err:
+                raise
+            raise new from None
         except WallClockLimit:
             self.modules.pop(name, None)
             raise
         except BaseException as err:  # GeneratorExit, a BaseException of its own: a module that cannot load
             del self.modules[name]
             text = text_of(err)
-            raise WorkerError(f"importing {path} raised {type(err).__name__} (a BaseException, not an Exception) "
+            raise WorkerError(f"importing {path} raised {name_of(err)} (a BaseException, not an Exception) "
                               f"at line {_line(err, path)}{': ' + text if text else ''}; raise an Exception "
                               "(ValueError, RuntimeError...) or none") from None
         return mod
