@@ -95,7 +95,7 @@ class Journal:
             from .._files import check_output
 
             check_output(self._given, ours=None, flag="--db", what="journal")  # "j/" names a folder; a read-only folder
-        check_duckdb_file(p)
+        check_duckdb_file(p, self.read_only)  # a file whose creation was cut short: made again, or refused
         try:
             return duckdb.connect(str(p), read_only=self.read_only)
         except duckdb.IOException as err:

@@ -108,3 +108,51 @@ def test_a_file_with_a_runs_table_of_its_own_is_still_someone_elses(tmp_path):
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("runs",)]
     con.close()
+
+
+def _cut_short_at(path: Path, size: int) -> None:
+    """What a kill -9 while DuckDB created ``path`` leaves: it creates the file empty, locks it, then writes
+    its three 4,096-byte headers one at a time (traced: openat, fcntl F_SETLK, pwrite64 x3)."""
+    duckdb.connect(str(path)).close()
+    os.truncate(path, size)
+
+
+@pytest.mark.parametrize("size", [0, 4096, 8192])
+def test_a_journal_cut_short_before_duckdb_wrote_its_headers_is_made_again_or_refused_as_such(tmp_path, size):
+    path = tmp_path / "j4.duckdb"
+    _cut_short_at(path, size)
+    with pytest.raises(ak.AlarmkitError) as info:
+        Journal(path, read_only=True)
+    assert str(info.value) == (
+        f"{str(path)!r} is an alarmkit journal whose creation was cut short before DuckDB wrote its headers "
+        f"({size:,} of 12,288 bytes, no tables) or an empty file: nothing to read; open it once for writing to make "
+        f"it a journal, e.g. `alarmkit run SCENARIO --db {path}`, or pass another journal")
+    assert path.stat().st_size == size  # read-only: left as it was
+    with Journal(path) as j:  # it was "not an alarmkit journal (not a DuckDB file)" for every later command
+        assert j.runs().empty
+        j.start_run("s", "p", 0, {})
+    with Journal(path, read_only=True) as j:
+        assert list(j.runs()["run_id"]) == [1]
+
+
+_HOLD = r'''
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)  # as DuckDB holds a file it is still creating
+print("held", flush=True)
+time.sleep(60)
+'''
+
+
+def test_a_file_another_process_is_still_creating_is_left_to_it(tmp_path):
+    path = tmp_path / "j.duckdb"
+    path.write_bytes(b"")
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(ak.JournalLocked, match=r"^journal file .*j\.duckdb is held open by another process"):
+            Journal(path)
+        assert path.exists() and path.stat().st_size == 0  # not removed from under the process making it
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

@@ -1,11 +1,12 @@
 """A Python Worker's code as the simulation runs it: its failures made ordinary, its output captured, its
 steps gated (``_contain``).
 
-- ``guarded(what, fn)`` (and ``guard_coro``, through ``_raise_ordinary``, the one home): ``fn`` (a handler: ``alarm``, ``fetch``, an RPC method, a constructor) whose
-  ``BaseException`` that is not an ``Exception`` (``GeneratorExit``, a class of the worker's own), or
+- ``guarded(what, fn)`` (and ``guard_coro``; both through ``_raise_ordinary``, the one home): ``fn`` (a
+  handler: ``alarm``, ``fetch``, an RPC method, a constructor) whose ``BaseException`` that is not an ``Exception`` (``GeneratorExit``, a class of the worker's own), or
   exception whose text cannot be read, becomes a ``WorkerFailure`` naming it: the handler failed (in
   ``alarm()`` a counted failure, retried), where it would otherwise have stopped the whole simulation.
-  ``KeyboardInterrupt`` and ``SystemExit`` still stop the run, as in any object (docs/runtime.md).
+  ``KeyboardInterrupt`` and ``SystemExit`` still stop the run, as in any object (docs/runtime.md), as
+  plain ones when the worker's could not be read (``passable``).
 - ``printer(worker)``: the worker's ``print``: each call one ``console`` line (level ``log``, or ``error``
   with ``file=sys.stderr``) in the journal and in ``w.logs``, never on stdout.
 - ``gate_steps(sim)``: ``sim``'s runs are simulated code (``_contain``: the hook refuses in them, the
