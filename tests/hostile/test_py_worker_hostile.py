@@ -44,6 +44,13 @@ ESCAPES = {
     "thread": "import threading; t = threading.Thread(target=lambda: open(TARGET, 'w')); t.start(); t.join()",
     "raw_thread": "import _thread; _thread.start_new_thread(lambda: open(TARGET, 'w'), ())",
     "pool": "import concurrent.futures as cf; cf.ThreadPoolExecutor(1).submit(lambda: open(TARGET, 'w')).result()",
+    # what Python raises no audit event for: the worker's own os, atexit, sqlite3, duckdb (_unaudited.py)
+    "mkfifo": "import os; os.mkfifo(TARGET)",
+    "atexit": "import atexit; atexit.register(open, TARGET, 'w')",
+    "sqlite_attach": "import sqlite3; sqlite3.connect(':memory:').execute(f\"ATTACH '{TARGET}' AS t\")",
+    "sqlite_vacuum": "import sqlite3; sqlite3.connect(':memory:').execute(f\"VACUUM INTO '{TARGET}'\")",
+    "duckdb_file": "import duckdb; duckdb.connect(TARGET)",
+    "duckdb_copy": "import duckdb; duckdb.sql(f\"COPY (SELECT 1) TO '{TARGET}'\")",
 }
 ODD = {
     "genexit": "raise GeneratorExit",
@@ -156,7 +163,7 @@ def check(rc: int, out: str, err: str) -> dict | None:
     return json.loads(out)  # one JSON object: nothing the worker printed
 
 
-@settings(max_examples=60)
+@settings(max_examples=80)
 @given(name=st.sampled_from(sorted(ESCAPES)), place=st.sampled_from(PLACES))
 def test_a_worker_cannot_leave_the_simulation_from_anywhere(tmp_path_factory, capsys, server, port, name, place):
     count("worker (python, escape)")
