@@ -121,8 +121,8 @@ class _Drawer:
     def moves(self, df: pd.DataFrame, row: int) -> None:
         arm = df[(df["kind"] == "arm") & df["scheduled_ms"].notna()]
         user = arm[arm["retry_count"].isna()]  # a retry's arm is drawn from its retry_scheduled event
-        again = user["detail"].astype(str).str.contains('"during_alarm":true', regex=False)
-        rearm, user = user[again], user[~again]  # set while alarm() ran: a re-arm, drawn apart (journal arm_detail)
+        again = user["detail"].astype(str).str.contains(r'"in_alarm":\s*true', regex=True)
+        rearm, user = user[again], user[~again]  # set while alarm() ran (arm_detail; a real run's import): a re-arm
         moved = user[user["prev_scheduled_ms"].notna() & (user["prev_scheduled_ms"] != user["scheduled_ms"])]
         new = user[user["prev_scheduled_ms"].isna() & (user["scheduled_ms"] != user["t_ms"])]
         retry = df[(df["kind"] == "retry_scheduled") & df["scheduled_ms"].notna()]

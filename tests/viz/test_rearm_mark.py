@@ -1,5 +1,5 @@
 """A ``set_alarm`` inside ``alarm()`` (a re-arm, queued after the running alarm) is journaled with
-``"during_alarm": true`` and drawn as a re-arm of its own (green dash-dot, "re-armed in alarm()"),
+``"in_alarm": true`` and drawn as a re-arm of its own (green dash-dot, "re-armed in alarm()"),
 not as an ordinary arm or move. Exact virtual times: fire latency "exact" (each fire 2 ms late)."""
 
 import json
@@ -33,7 +33,7 @@ def run():
 
 def arms(ev):
     a = ev[ev.kind == "arm"]
-    return [(int(t), int(s), json.loads(d).get("during_alarm", False)) for t, s, d in zip(a.t_ms, a.scheduled_ms, a.detail)]
+    return [(int(t), int(s), json.loads(d).get("in_alarm", False)) for t, s, d in zip(a.t_ms, a.scheduled_ms, a.detail)]
 
 
 def test_the_journal_marks_an_arm_made_inside_alarm_and_only_that_one():
