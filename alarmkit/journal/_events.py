@@ -98,16 +98,21 @@ def direction(prev: int | None, at: int | None) -> str:
     return "earlier" if at < prev else "later" if at > prev else "same"
 
 
-_ARM_DETAILS: dict[tuple[str, str], str] = {}
+_ARM_DETAILS: dict[tuple[str, str, bool], str] = {}
 
 
-def arm_detail(prev: int | None, at: int, cause: str) -> str:
-    """An arm's detail as JSON text, ``{"direction": ..., "cause": ...}``, made once per pair."""
+def arm_detail(prev: int | None, at: int, cause: str, in_alarm: bool = False) -> str:
+    """An arm's detail as JSON text, ``{"direction": ..., "cause": ...}``, made once per key. A user's
+    arm while the object's ``alarm()`` runs (a re-arm, queued after the running alarm) adds
+    ``"in_alarm": true``: the timeline draws it as a re-arm, not as an ordinary arm or move."""
     # direction(prev, at), inlined: every committed set_alarm comes through here
-    key = ("new" if prev is None else "earlier" if at < prev else "later" if at > prev else "same", cause)
+    key = ("new" if prev is None else "earlier" if at < prev else "later" if at > prev else "same", cause, in_alarm)
     text = _ARM_DETAILS.get(key)
     if text is None:
-        text = _ARM_DETAILS[key] = dump({"direction": key[0], "cause": cause})
+        fields: dict[str, Any] = {"direction": key[0], "cause": cause}
+        if in_alarm:
+            fields["in_alarm"] = True
+        text = _ARM_DETAILS[key] = dump(fields)
     return text
 
 

@@ -112,8 +112,9 @@ class WorkerdScheduler:
         host.alarm_row = at
         if prev is None:
             self.stored[host] = None
-        self.sim.log("arm", host, at, prev, None, arm_detail(prev, at, cause))
         entry = host.alarm_entry
+        in_alarm = entry is not None and entry.status == STARTED and cause == "user"  # a re-arm from alarm()
+        self.sim.log("arm", host, at, prev, None, arm_detail(prev, at, cause, in_alarm))
         if entry is None:
             host.alarm_entry = self._schedule(host, at)
         elif entry.status != WAITING:

@@ -121,17 +121,20 @@ class _Drawer:
     def moves(self, df: pd.DataFrame, row: int) -> None:
         arm = df[(df["kind"] == "arm") & df["scheduled_ms"].notna()]
         user = arm[arm["retry_count"].isna()]  # a retry's arm is drawn from its retry_scheduled event
+        again = user["detail"].astype(str).str.contains(r'"in_alarm":\s*true', regex=True)
+        rearm, user = user[again], user[~again]  # set while alarm() ran (arm_detail; a real run's import): a re-arm
         moved = user[user["prev_scheduled_ms"].notna() & (user["prev_scheduled_ms"] != user["scheduled_ms"])]
         new = user[user["prev_scheduled_ms"].isna() & (user["scheduled_ms"] != user["t_ms"])]
         retry = df[(df["kind"] == "retry_scheduled") & df["scheduled_ms"].notna()]
         lib = df[(df["kind"] == "lib_schedule") & df["scheduled_ms"].notna() & (df["scheduled_ms"] > df["t_ms"])]
-        new, moved, retry = (self.cut_at_change(df, x) for x in (new, moved, retry))
+        new, moved, retry, rearm = (self.cut_at_change(df, x) for x in (new, moved, retry, rearm))
         groups = [  # (legend, role, events, start column, line, opacity, offset from the alarm row)
             ("alarm armed → due", "lead", new, "t_ms", dict(color=BLUE, width=1, dash="dot"), 0.6, 0.07),
             ("alarm moved earlier", "earlier", moved[moved["scheduled_ms"] < moved["prev_scheduled_ms"]],
              "prev_scheduled_ms", dict(color=BLUE, width=2.5), 1.0, -0.1),
             ("alarm moved later", "later", moved[moved["scheduled_ms"] > moved["prev_scheduled_ms"]],
              "prev_scheduled_ms", dict(color=ORANGE, width=2.5, dash="dash"), 1.0, 0.0),
+            ("re-armed in alarm()", "rearm", rearm, "t_ms", dict(color=GREEN, width=2, dash="dashdot"), 0.9, -0.05),
             ("retry backoff", "retry", retry, "t_ms", dict(color=PURPLE, width=2), 0.9, 0.0),
             ("library schedule → due", "lib", lib, "t_ms", dict(color=GREEN, width=1, dash="dot"), 0.7, 0.14),
         ]

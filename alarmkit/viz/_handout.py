@@ -78,7 +78,8 @@ EXERCISES: dict[str, list[tuple[str, str]]] = {
 
 # a mark's meaning for the glossary (kinds the runtime and the scenarios journal; alarmkit._kinds)
 MEANING = {
-    "arm": "the code set or moved the object's alarm (the dotted or solid line runs to its due time)",
+    "arm": "the code set or moved the object's alarm (the dotted or solid line runs to its due time; green "
+    "dash-dot: re-armed inside alarm(), queued after the running alarm)",
     "disarm": "the code deleted the alarm", "retry_scheduled": "a failed alarm() scheduled its retry (the arrow is "
     "the real wait, the nominal rung in hover)",
     "fire": "alarm() started", "fire_skipped": "a due alarm was not delivered",

@@ -5,9 +5,12 @@ cannot render: an executed notebook exported to HTML showed no figures. Importin
 ``alarmkit.plots`` inside a Jupyter kernel therefore sets plotly's default renderer to
 ``plotly_mimetype+alarmkit_html``: each figure's output holds both the plotly mimetype (JupyterLab
 picks it and stays interactive) and ``text/html`` that draws the figure with plotly.js (nbconvert
-picks it). plotly.js itself (~4.8 MB, inline, never from a CDN, no MathJax) travels once per
-notebook, in the HTML of the first figure shown in the kernel session; when JupyterLab re-runs or
-deletes the cell that carried it (which drops that output), the next figure carries it again.
+picks it). plotly.js itself (~4.8 MB, never from a CDN, no MathJax) is loaded once per notebook, by
+the HTML of the first figure shown in the kernel session; when JupyterLab re-runs or deletes the
+cell that carried it (which drops that output), the next figure carries it again. That figure loads
+``plotly.min.js`` beside the notebook (the kernel's working folder; written tagged by
+``_plotlyjs``, as beside a folder of reports), so an executed notebook holds a few hundred KB, not
+5 MB; where that file is someone else's or cannot be written, plotly.js travels inline as before.
 
 The renderer is only chosen when plotly picked its own Jupyter default (``plotly_mimetype``) and
 ``PLOTLY_RENDERER`` is unset, so a renderer you chose is left alone; set ``PLOTLY_RENDERER``
@@ -27,6 +30,8 @@ from plotly.io.base_renderers import MimetypeRenderer
 from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
+from ._plotlyjs import PLOTLY_FILE, share_plotly_js
+
 __all__ = ["RENDERER", "OfflineHtmlRenderer", "figure_html", "offline_html", "use_in_jupyter"]
 
 RENDERER = "alarmkit_html"
@@ -35,13 +40,13 @@ _CARRIER: list[Any] = []  # [cell id] of the output holding plotly.js (None: unk
 _RUNNING: list[Any] = []  # [cell id] of the cell running now, as the pre_run_cell hook last saw it
 
 
-def figure_html(fig_dict: dict, *, with_plotlyjs: bool) -> str:
+def figure_html(fig_dict: dict, *, with_plotlyjs: bool, plotlyjs_src: str | None = None) -> str:
     """A ``<div>`` and scripts that draw ``fig_dict`` with plotly.js, for an exported notebook page.
 
     The figure travels as JSON data (every ``<`` written as ``\\u003c``, so no string in it can end
     the script), never as code. Without ``with_plotlyjs`` the page must hold plotly.js elsewhere:
     if it comes later in the page (cells run out of order), the figure is drawn once the page has
-    loaded."""
+    loaded. With ``plotlyjs_src`` (and ``with_plotlyjs``), plotly.js is loaded from that file, not inlined."""
     layout = fig_dict.get("layout") or {}
     div = "fig-" + uuid.uuid4().hex
     width = f"{int(layout['width'])}px" if layout.get("width") else "100%"
@@ -52,8 +57,8 @@ def figure_html(fig_dict: dict, *, with_plotlyjs: bool) -> str:
     data = to_json_plotly(spec).replace("<", "\\u003c")
     library = ""
     if with_plotlyjs:
-        library = ("<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>\n"
-                   f"<script>{get_plotlyjs()}</script>\n")
+        code = f'<script src="{plotlyjs_src}"></script>' if plotlyjs_src else f"<script>{get_plotlyjs()}</script>"
+        library = f"<script>window.PlotlyConfig = {{MathJaxConfig: 'local'}};</script>\n{code}\n"
     return (f"{library}<div id=\"{div}\" class=\"plotly-graph-div\" style=\"height:{height}; width:{width};\"></div>\n"
             f"<script type=\"application/json\" id=\"{div}-figure\">{data}</script>\n"
             "<script>(function () {\n"
@@ -87,7 +92,9 @@ def offline_html(fig: Any) -> str:
     """``fig`` (a figure or figure dict) as ``text/html`` for a notebook output, carrying plotly.js
     when no output of the session holds it yet: what a widget's still should use."""
     fig_dict = fig if isinstance(fig, dict) else fig.to_dict()
-    return figure_html(fig_dict, with_plotlyjs=_carry_plotlyjs())
+    carry = _carry_plotlyjs()
+    src = PLOTLY_FILE if carry and share_plotly_js(os.getcwd()) else None  # the kernel's folder: the notebook's
+    return figure_html(fig_dict, with_plotlyjs=carry, plotlyjs_src=src)
 
 
 class OfflineHtmlRenderer(MimetypeRenderer):

@@ -68,7 +68,7 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "lib_dropped": (VERMILION, "square-x", 13, 1),
     "lib_cancelled": (GREY, "diamond-x-open", 9, 1),
 }
-_LINE_CLASS = {"lead": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled", "lib": "lib_schedule"}  # a move's class
+_LINE_CLASS = {"lead": "arm", "rearm": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled", "lib": "lib_schedule"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
 ROW_GAP = 0.27  # distance between a lane's sub-rows, in lane units
 GL_THRESHOLD = 10_000  # above this many events in a figure, traces are WebGL (Scattergl)

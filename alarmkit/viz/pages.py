@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .._text import esc
-from ..errors import AlarmkitError
+from ._plotlyjs import PLOTLY_TAG, check_plotly_js, is_plotly_js  # noqa: F401 - their old home is this module
 
 __all__ = ["PLOTLY_TAG", "check_plotly_js", "is_plotly_js", "INDEX", "ORDER", "about_rows", "glossary_html", "index_html", "nav_html", "summary_lines"]
 
@@ -133,26 +133,3 @@ def index_html(entries: Sequence[Mapping[str, Any]], head: str, title: str = "al
             "[anti-pattern] pages show the counterexample <code>alarmkit explore</code> finds.</p>\n"
             "<table><tr><th>verdict</th><th>scenario: what it demonstrates</th><th>what was found</th></tr>\n"
             + "\n".join(rows) + f"\n</table>\n{glossary_html()}\n</body></html>\n")
-
-
-# The plotly.js alarmkit writes beside a folder of reports starts with this line, so a later export
-# knows the file is its own and may replace it; any other plotly.min.js (a user's pinned copy) is kept.
-PLOTLY_TAG = "/* plotly.min.js written by alarmkit beside its reports; alarmkit replaces it on the next export */\n"
-
-
-def is_plotly_js(path: str | Path) -> bool:
-    """Whether ``path`` is a plotly.min.js alarmkit wrote (its tag first)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(PLOTLY_TAG)).decode("utf-8", "replace") == PLOTLY_TAG
-    except OSError:
-        return False
-
-
-def check_plotly_js(folder: str | Path) -> Path:
-    """Check, before any work, that ``folder/plotly.min.js`` is missing or alarmkit's own; returns its path."""
-    js = Path(folder) / "plotly.min.js"
-    if js.exists() and not is_plotly_js(js):
-        raise AlarmkitError(f"{str(js)!r} exists and was not written by alarmkit (a plotly.js of your own?); alarmkit "
-                            "replaces only its own: move it away or pass another --out folder")
-    return js

@@ -26,6 +26,7 @@ from .plots import (
 )
 from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
+from ._plotlyjs import write_plotly_js
 from ._libraries import library_rows
 from ..journal import verdict_of_events
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
@@ -397,18 +398,13 @@ def export_folder(journal: Any, reports: Mapping[str, int], folder: str | Path, 
     them, which every page loads (offline: nothing else is fetched). Returns the report paths.
     ``progress`` wraps the items (e.g. ``tqdm``); ``verdicts`` maps a file name to its run's verdict, ``about``
     to what its page says first (``export_html``'s ``about``). Each page links ``index.html`` (``write_index`` writes it)."""
-    from plotly.offline import get_plotlyjs
-
     folder = Path(folder)
     if not folder.is_dir():
         raise AlarmkitError(f"folder {folder} does not exist; create it or pass another --out path")
     bad = [name for name in reports if Path(name).name != name or not name.endswith(".html")]
     if bad:
         raise AlarmkitError(f"report names are file names ending in .html, got {bad}")
-    js = check_plotly_js(folder)
-    text = PLOTLY_TAG + get_plotlyjs()
-    if not js.exists() or js.read_text(encoding="utf-8") != text:
-        write_text(js, text, ours=is_plotly_js, what="plotly.js", reading=_journal_file(journal))
+    write_plotly_js(folder, reading=_journal_file(journal))
     items = list(reports.items())
     return [export_run(journal, run_id, folder / name, plotlyjs=PLOTLY_FILE, verdict=(verdicts or {}).get(name),
                        about=(about or {}).get(name)) for name, run_id in (progress(items) if progress else items)]
@@ -421,3 +417,8 @@ def write_index(folder: str | Path, entries: Sequence[Mapping[str, Any]], title:
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n')
     return write_text(Path(folder) / INDEX, index_html(entries, head, title), ours=is_report, what="report index")
 
+
+
+from .._public import publish as _publish  # noqa: E402
+
+_publish(__name__, globals(), __all__)  # check_plotly_js, is_plotly_js: defined in _plotlyjs

@@ -28,14 +28,21 @@ BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PLOTLYJS = "* plotly.js v"  # the banner at the top of plotly.min.js
+SHARED = '<script src="plotly.min.js"></script>'  # ... or the file of it beside the notebook (alarmkit/viz/_plotlyjs.py)
+
+
+def carries(html: str) -> bool:
+    """Whether a figure's HTML loads plotly.js: inline, or from the shared file."""
+    return PLOTLYJS in html or SHARED in html
 HOSTILE = "</script><script>window.__pwned=1</script><!--"
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no {CHROMIUM} (apt-get install chromium)")
 
 
 @pytest.fixture
-def session(monkeypatch):
-    """A fresh kernel session for the renderer: no plotly.js carried yet. ``session(cell, deleted)``
-    is JupyterLab starting to run a cell (IPython's pre_run_cell event)."""
+def session(monkeypatch, tmp_path):
+    """A fresh kernel session for the renderer, working in ``tmp_path``: no plotly.js carried yet.
+    ``session(cell, deleted)`` is JupyterLab starting to run a cell (IPython's pre_run_cell event)."""
+    monkeypatch.chdir(tmp_path)  # the kernel's folder: plotly.min.js is written here
     monkeypatch.setattr(_notebook, "_CARRIER", [])
     monkeypatch.setattr(_notebook, "_RUNNING", [])
 
@@ -63,7 +70,28 @@ def test_figure_html_holds_the_figure_as_data_and_no_markup(session):
 
 
 def _carries(r) -> bool:
-    return PLOTLYJS in r.to_mimebundle(_figure().to_dict())["text/html"]
+    return carries(r.to_mimebundle(_figure().to_dict())["text/html"])
+
+
+def test_the_carrier_loads_one_tagged_plotlyjs_beside_the_notebook(session, tmp_path):
+    from alarmkit.viz.pages import PLOTLY_TAG
+
+    r = _notebook.OfflineHtmlRenderer()
+    session(None)
+    html = r.to_mimebundle(_figure().to_dict())["text/html"]
+    assert SHARED in html and PLOTLYJS not in html and len(html) < 20_000  # the figure, not the 4.8 MB
+    text = (tmp_path / "plotly.min.js").read_text(encoding="utf-8")
+    assert text.startswith(PLOTLY_TAG) and PLOTLYJS in text[:500]
+
+
+def test_a_plotlyjs_not_alarmkits_is_kept_and_the_figure_carries_it_inline(session, tmp_path):
+    mine = tmp_path / "plotly.min.js"
+    mine.write_text("/* my pinned plotly */", encoding="utf-8")
+    r = _notebook.OfflineHtmlRenderer()
+    session(None)
+    html = r.to_mimebundle(_figure().to_dict())["text/html"]
+    assert PLOTLYJS in html and SHARED not in html
+    assert mine.read_text(encoding="utf-8") == "/* my pinned plotly */"
 
 
 def test_plotlyjs_once_per_session_and_again_when_its_cell_reruns_or_goes(session):
@@ -160,7 +188,7 @@ def test_in_a_real_kernel_plotlyjs_follows_the_cells_as_jupyterlab_runs_them(tmp
         def carried(code: str, cell: str, deleted=()) -> list[bool]:
             figures = [o for o in _execute(kc, code, cell, deleted) if PLOTLY_MIME in o]
             assert all(set(o) == {PLOTLY_MIME, "text/html"} for o in figures), [set(o) for o in figures]
-            return [PLOTLYJS in o["text/html"] for o in figures]
+            return [carries(o["text/html"]) for o in figures]
 
         assert carried(f"display({fig})\n{fig}", "a") == [True, False]
         assert carried(fig, "b") == [False]
@@ -213,7 +241,7 @@ def test_a_figure_drawn_before_plotlyjs_arrives_still_draws(browser, session, tm
     late_carrier = r.to_mimebundle(_figure("second").to_dict())["text/html"]
     session("c1")
     early = r.to_mimebundle(_figure(HOSTILE).to_dict())["text/html"]
-    assert PLOTLYJS in late_carrier and PLOTLYJS not in early
+    assert carries(late_carrier) and not carries(early)  # the page beside the kernel's plotly.min.js
     page = tmp_path / "page.html"
     page.write_text(f"<!doctype html><meta charset=utf-8><body>{early}\n{late_carrier}</body>", encoding="utf-8")
     seen = open_offline(browser, page, 2)
@@ -252,7 +280,10 @@ def test_standard_nbconvert_export_draws_every_figure_offline(browser, tmp_path,
     plotly_outputs = [d for d in figures if PLOTLY_MIME in d]
     assert len(plotly_outputs) >= 2
     assert all("plotly-graph-div" in d.get("text/html", "") for d in plotly_outputs), "a figure has no HTML copy"
-    assert [PLOTLYJS in d["text/html"] for d in plotly_outputs] == [True] + [False] * (len(plotly_outputs) - 1)
+    assert [carries(d["text/html"]) for d in plotly_outputs] == [True] + [False] * (len(plotly_outputs) - 1)
+    # the carrier loads the shared file beside the notebook: lean outputs (5.2 MB and 10.7 MB before)
+    assert SHARED in plotly_outputs[0]["text/html"] and (tmp_path / "plotly.min.js").exists()
+    assert (tmp_path / "executed.ipynb").stat().st_size < 1_000_000
 
     stderr = _jupyter("jupyter", "nbconvert", "--to", "html", "executed.ipynb", "--output", "offline",
                       *[f for f in NBCONVERT_OFFLINE if f.startswith("--HTML")], cwd=tmp_path)

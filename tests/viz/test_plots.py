@@ -171,11 +171,12 @@ def test_alarm_moves_are_drawn_from_the_old_time_to_the_new_earlier_and_later_ap
     fig = timeline(ev)
     arms = ev[(ev.kind == "arm") & ev.prev_scheduled_ms.notna()]
     earlier = arms[arms.scheduled_ms < arms.prev_scheduled_ms]
-    later = arms[arms.scheduled_ms > arms.prev_scheduled_ms]
+    later = arms[arms.scheduled_ms > arms.prev_scheduled_ms]  # both set by alarm(): re-arms, not moves
     assert segments(one(fig, "move", "earlier")) == [(5.0, 1.0)]  # grant 1 s after 5 s: 5 s -> 1 s
     assert segments(one(fig, "move", "earlier")) == list(zip(earlier.prev_scheduled_ms / 1000, earlier.scheduled_ms / 1000))
-    assert segments(one(fig, "move", "later")) == list(zip(later.prev_scheduled_ms / 1000, later.scheduled_ms / 1000))
-    e, lt = one(fig, "move", "earlier"), one(fig, "move", "later")
+    assert traces(fig, "move", "later") == []
+    assert segments(one(fig, "move", "rearm")) == list(zip(later.t_ms / 1000, later.scheduled_ms / 1000)) == [(1.002, 5.0), (5.002, 60.0)]
+    e, lt = one(fig, "move", "earlier"), one(fig, "move", "rearm")
     assert (e.line.color, e.line.dash) != (lt.line.color, lt.line.dash)
     assert "alarm moved earlier at 0 ms: 5 s → 1 s" in e.hovertext[0]
 
