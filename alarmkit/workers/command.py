@@ -63,6 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--profile", default=None, help="runtime profile (default workerd)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--compare-wrangler", action="store_true",
+                   help="with --wrangler and wrangler in node_modules: bundle with wrangler's own dry run (offline) "
+                        "too, and say whether the two bundles agree (exit 1 when they differ)")
 
 
 def add_explore_arguments(p: argparse.ArgumentParser) -> None:
@@ -149,6 +152,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         get_profile(args.profile)
     _precheck(args, load_drive(args.drive))
+    compared = _compare(args)
     report = output_file(args.report, "--report", replaceable=is_report, what="report") if args.report else None
     journal = Journal(args.db) if args.db else None
     try:
@@ -168,11 +172,27 @@ def _run(args: argparse.Namespace) -> int:
                "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
                "verdict": verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
                "bindings": _bindings(result), "library_schedules": schedules}
+    if compared is not None:
+        summary["wrangler_bundle"] = compared.to_dict()
     if args.json:
         print(json.dumps(summary, default=str))
     else:
-        print(_readable(summary, args, report))
-    return 1 if result["expect_failures"] or verdict.status == "broken" else 0
+        print(_readable(summary, args, report) + ("" if compared is None else "\n" + compared.line()))
+    differs = compared is not None and not compared.agree
+    return 1 if result["expect_failures"] or verdict.status == "broken" or differs else 0
+
+
+def _compare(args: argparse.Namespace) -> Any:
+    """``--compare-wrangler``: wrangler's dry-run bundle beside the host's (js/wrangler_bundle.py), before any
+    file is written; None without the flag."""
+    if not getattr(args, "compare_wrangler", False):
+        return None
+    if args.wrangler is None:
+        raise WorkerError("--compare-wrangler needs --wrangler wrangler.jsonc (wrangler bundles what that file "
+                          "names); pass it, or leave --compare-wrangler out")
+    from .js.wrangler_bundle import compare_wrangler
+
+    return compare_wrangler(args.wrangler, args.entry)
 
 
 def _precheck(args: argparse.Namespace, drive: Any) -> None:

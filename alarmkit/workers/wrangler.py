@@ -4,7 +4,7 @@ needs from it (``main``, ``compatibility_date``, ``compatibility_flags``, the Du
 bindings it cannot run (KV, R2, D1, queues, services...), so a worker touching one is refused by name.
 
 ``.dev.vars`` beside the file (wrangler dev's secrets and local vars, dotenv lines ``NAME=value``) is
-read too; its values are text and override ``vars`` of the same name, as wrangler's do.
+read too (without one, ``.env`` and ``.env.local``, as wrangler reads them); its values are text and override ``vars`` of the same name, as wrangler's do.
 
 Only the top-level environment is read (``env.<name>`` sections are ignored, as ``wrangler dev``
 without ``--env`` does). Never evaluated: JSON with comments and trailing commas, or TOML (tomllib).
@@ -170,13 +170,22 @@ def _read_config(p: Path, what: str) -> str:
 
 
 def read_dev_vars(folder: str | Path) -> dict[str, str]:
-    """``.dev.vars`` in ``folder`` (none: ``{}``): ``NAME=value`` lines, ``#`` comments, an optional
+    """``.dev.vars`` in ``folder``; when there is none, ``.env`` and then ``.env.local`` (its names win), as
+    wrangler reads them; none of them: ``{}``. ``NAME=value`` lines, ``#`` comments, an optional
     ``export``, values in single quotes (as written) or double quotes (``\\n`` is a newline), never
     evaluated. ``WorkerError`` naming the line that is not ``NAME=value``."""
-    p = Path(folder) / ".dev.vars"
-    if not p.is_file():
-        return {}
-    text = _read_config(p, "a .dev.vars file")
+    here = Path(folder)
+    if (here / ".dev.vars").is_file():
+        return _dotenv(here / ".dev.vars")
+    out: dict[str, str] = {}
+    for name in (".env", ".env.local"):
+        if (here / name).is_file():
+            out.update(_dotenv(here / name))
+    return out
+
+
+def _dotenv(p: Path) -> dict[str, str]:
+    text = _read_config(p, f"a {p.name} file")
     out: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()

@@ -50,8 +50,9 @@ function flagHint(spec, name, flags) {
 }
 
 // build: the wrangler file's `define` (text substituted at bundle time) and `alias` (a module name to
-// the module bundled in its place: a package name, or an absolute path Python resolved)
-export async function bundle(entry, esbuildPath, flags = [], build = {}, compat = null) {
+// the module bundled in its place: a package name, or an absolute path Python resolved). `meta`: return
+// `{ text, metafile }`, esbuild's account of every input (bundle-compare.mjs reads it)
+export async function bundle(entry, esbuildPath, flags = [], build = {}, compat = null, meta = false) {
   const esbuild = await import(pathToFileURL(esbuildPath).href);
   const nodejs = nodejsCompat(flags, compat);
   const als = nodejs || flags.includes("nodejs_als");
@@ -67,6 +68,7 @@ export async function bundle(entry, esbuildPath, flags = [], build = {}, compat 
     conditions: ["workerd", "worker", "browser"],
     mainFields: ["browser", "module", "main"],
     logLevel: "silent",
+    metafile: meta,
     define: build.define || {},
     alias: build.alias || {},
     plugins: [{
@@ -100,7 +102,7 @@ export async function bundle(entry, esbuildPath, flags = [], build = {}, compat 
       },
     }],
   });
-  return out.outputFiles[0].text;
+  return meta ? { text: out.outputFiles[0].text, metafile: out.metafile } : out.outputFiles[0].text;
 }
 
 // A module with the names of Node's own, each a stand-in that throws when used (refused.mjs)

@@ -1,0 +1,109 @@
+"""Hostile input to ``alarmkit worker --compare-wrangler`` (wrangler's dry-run bundle beside the JS host's):
+no --wrangler, no wrangler in node_modules, a wrangler that fails, one that reaches for the network, one
+that writes no bundle or a broken one. Each is one ``alarmkit: error:`` line naming the way out, exit 2,
+no report or journal file made, the project's files untouched. The wranglers here are stand-ins (a
+package.json and a bin script): what is tested is alarmkit's handling of them, not wrangler."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import check_outcome, run_cli, snapshot
+
+MODULE = """import { DurableObject } from "cloudflare:workers";
+export class Clock extends DurableObject {
+  async fetch() { await this.ctx.storage.setAlarm(Date.now() + 1000); return new Response("set"); }
+  async alarm() {}
+}
+export default { fetch: (req, env) => env.CLOCK.getByName("a").fetch(req) };
+"""
+WRANGLER = {"name": "clock", "main": "index.js", "compatibility_date": "2026-09-01",
+            "durable_objects": {"bindings": [{"name": "CLOCK", "class_name": "Clock"}]}}
+
+
+@pytest.fixture
+def project(tmp_path, js_ready):
+    (tmp_path / "index.js").write_text(MODULE)
+    (tmp_path / "wrangler.jsonc").write_text(json.dumps(WRANGLER))
+    (tmp_path / "drive.json").write_text('{"steps": [{"at": 0, "fetch": "/"}], "until": 5000}')
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def js_ready():
+    from alarmkit.workers.js import available
+
+    reason = available()
+    if reason is not None:
+        pytest.skip(f"the JavaScript host cannot run here: {reason}")
+
+
+def fake_wrangler(project, body: str) -> None:
+    """node_modules/wrangler as a package whose program is ``body`` (CommonJS, argv as wrangler's)."""
+    pkg = project / "node_modules" / "wrangler"
+    pkg.mkdir(parents=True)
+    (pkg / "package.json").write_text('{"name": "wrangler", "version": "0.0.0-fake", "bin": {"wrangler": "bin.js"}}')
+    (pkg / "bin.js").write_text(body)
+
+
+def run(project, *extra):
+    before = snapshot(project)
+    o = run_cli(["worker", "--wrangler", "wrangler.jsonc", "--drive", "drive.json", "--report", "out.html",
+                 "--db", "j.duckdb", "--compare-wrangler", *extra], project)
+    check_outcome(o, before, snapshot(project))
+    assert o.code == 2, o.err
+    assert not (project / "out.html").exists() and not (project / "j.duckdb").exists()
+    return o.err.strip()
+
+
+def test_without_wrangler_file_or_wrangler_installed(project):
+    o = run_cli(["worker", "index.js", "--bind", "CLOCK=Clock", "--drive", "drive.json", "--compare-wrangler"], project)
+    assert o.code == 2 and o.err.strip() == ("alarmkit: error: --compare-wrangler needs --wrangler wrangler.jsonc "
+                                             "(wrangler bundles what that file names); pass it, or leave "
+                                             "--compare-wrangler out"), o.err
+    err = run(project)
+    assert err.startswith("alarmkit: error: --compare-wrangler: no wrangler in node_modules of ")
+    assert err.endswith("or a folder above it; `npm install -D wrangler` there, or leave --compare-wrangler out")
+
+
+def test_a_wrangler_that_fails_is_named_by_its_last_line(project):
+    fake_wrangler(project, 'console.log("building");\nconsole.error("X [ERROR] Could not resolve \\"nope\\"");\n'
+                           "process.exit(7);\n")
+    assert run(project) == ('alarmkit: error: --compare-wrangler: `wrangler deploy --dry-run` failed (exit 7): '
+                            'X [ERROR] Could not resolve "nope"; fix what wrangler names, or leave --compare-wrangler out')
+
+
+def test_a_connection_out_of_the_dry_run_is_refused(project):
+    # the stand-in reaches for the network and reports what it got: the preload refused it before it left
+    fake_wrangler(project, 'require("node:net").connect(443, "example.com")\n'
+                           '  .on("connect", () => { console.error("CONNECTED"); process.exit(9); })\n'
+                           '  .on("error", (e) => { console.error("socket: " + e.code); process.exit(3); });\n')
+    err = run(project)
+    assert err == ("alarmkit: error: --compare-wrangler: `wrangler deploy --dry-run` failed (exit 3): socket: "
+                   "ECONNREFUSED; fix what wrangler names, or leave --compare-wrangler out")
+
+
+def test_a_dry_run_that_writes_no_bundle_or_a_broken_one(project):
+    fake_wrangler(project, "process.exit(0);\n")
+    assert run(project) == ("alarmkit: error: --compare-wrangler: wrangler's dry run wrote no bundle with a source "
+                            "map in its --outdir (found: nothing); or leave --compare-wrangler out")
+    (project / "node_modules" / "wrangler" / "bin.js").write_text(
+        'const fs = require("node:fs"); const out = process.argv[process.argv.indexOf("--outdir") + 1];\n'
+        'fs.writeFileSync(out + "/index.js", "export {}"); fs.writeFileSync(out + "/index.js.map", "{not json");\n')
+    assert run(project).startswith("alarmkit: error: --compare-wrangler: wrangler's bundle index.js could not be read: ")
+    (project / "node_modules" / "wrangler" / "bin.js").write_text(
+        'const fs = require("node:fs"); const out = process.argv[process.argv.indexOf("--outdir") + 1];\n'
+        'fs.writeFileSync(out + "/index.js", "export {}"); fs.writeFileSync(out + "/index.js.map", "{}");\n')
+    assert run(project) == ("alarmkit: error: --compare-wrangler: wrangler's source map index.js.map has no sources "
+                            "with their text (sources, sourcesContent); or leave --compare-wrangler out")
+
+
+def test_a_wrangler_package_without_a_program(project):
+    pkg = project / "node_modules" / "wrangler"
+    pkg.mkdir(parents=True)
+    (pkg / "package.json").write_text('{"name": "wrangler"}')
+    err = run(project)
+    assert err == (f"alarmkit: error: --compare-wrangler: {pkg / 'package.json'} names no wrangler program (its bin); "
+                   "reinstall wrangler (npm install -D wrangler), or leave --compare-wrangler out")
