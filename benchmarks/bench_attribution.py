@@ -1,4 +1,4 @@
-"""Where an awaiting lifecycle's instructions go: callgrind totals and a per-function table (issue 41).
+"""Where an awaiting lifecycle's instructions go: callgrind totals and a per-function table.
 
     python benchmarks/bench_attribution.py                 # 100 objects, re-arms 10 vs 40
     python benchmarks/bench_attribution.py --objects 200 --rearms 10 60
