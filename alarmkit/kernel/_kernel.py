@@ -230,13 +230,19 @@ class Kernel:
 
     def step(self, end: int = NO_LIMIT) -> bool:
         """Process one microtask, or else the next timer due by virtual time ``end``; False when there
-        is none. The one step of the kernel: ``run()`` and ``run_until_complete()`` call it, as SimPy's
-        ``run()`` calls ``step()``. This instant's ``at_instant_end`` hooks run first once its work is
+        is none. ``run()`` takes its steps through the same loop (``_steps_until``), ``run_until_complete()``
+        calls it. This instant's ``at_instant_end`` hooks run first once its work is
         done. Every step counts against ``step_limit`` (steps while the clock stands still, counted
         afresh when the clock moves and when a run or a call begins); past it ``RunawayError``, the
         step not taken and the simulation left as it was."""
-        ready, heap = self._ready, self._heap
-        while True:  # once, unless the instant's hooks ran or a cancelled timer came up: then look again
+        return self._steps_until(end, True)
+
+    def _steps_until(self, end: int, once: bool) -> bool:
+        """The kernel's one step loop, shared by ``step()`` (``once``: one step taken, then True) and
+        ``run()`` (steps taken until nothing is due by ``end``): no call per step. False when there is
+        no step to take."""
+        ready, heap, took = self._ready, self._heap, False
+        while True:  # the instant's hooks ran or a cancelled timer came up: look again
             if ready:
                 n = self._steps = self._steps + 1
                 if n > self._limit:
@@ -246,12 +252,15 @@ class Kernel:
                     fn(*args)
                 else:
                     self._timed(fn, args)
-                return True
+                if once:
+                    return True
+                took = True
+                continue
             if self._instant_end and (not heap or heap[0] >> _SHIFT != self.now):
                 self._end_instant()  # may queue work or arm a timer
                 continue
             if not heap or heap[0] >> _SHIFT > end:
-                return False
+                return took
             key = heappop(heap)
             entry = self._timers.pop(key, None)
             if entry is None:  # cancelled: dropped as it comes up
@@ -271,7 +280,9 @@ class Kernel:
                 fn(*args)
             else:
                 self._timed(fn, args)
-            return True
+            if once:
+                return True
+            took = True
 
     def _timed(self, fn: Callable, args: tuple) -> None:
         """Run one step and charge its real time, in whole ms, to the virtual clock (cpu_time="measured")."""
@@ -309,9 +320,7 @@ class Kernel:
         # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
         # for ever with no limit; a clock with nothing to do before until still jumps straight there
         self._steps = 0
-        step, stop = self.step, min(end, cap, self.end_ms)
-        while step(stop):
-            pass
+        self._steps_until(min(end, cap, self.end_ms), False)
         if self.end_ms < self.peek() != _INF and min(end, cap) >= self.end_ms:  # it reached the end, work is left past it
             raise self._past_clock_end()
         if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until
