@@ -35,7 +35,7 @@ _INF = float("inf")
 # 1.37-1.54 us; benchmarks/bench_instructions.py measures the lifecycle). seq would pass 2**64 after
 # 2**64 timers, about 58,000 years at ten million timers a second.
 _SHIFT = 64
-_PLACE = (1 << 40) - 1  # a seq's reserved number; the bits above it are a rank
+# call_ranked holds a rank in seq's bits 40 to 63, above the arming number (below 2**40 for a day at 10M timers/s)
 
 
 class Kernel:
@@ -107,22 +107,37 @@ class Kernel:
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> int:
         """Run ``fn(*args)`` at virtual time ``t`` (an int of ms); returns a handle for ``cancel``.
-        ``seq``: a number from ``reserve()``, to order the timer among those at ``t`` as if armed then;
-        bits 40 to 63 above it may carry a rank that orders it after every ordinary timer at ``t``
-        (the alarm scheduler's seeded same-instant order)."""
+        ``seq``: a number from ``reserve()``, to order the timer among those at ``t`` as if armed then."""
         if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
-            if t.__class__ is int and t < self.now:
-                raise InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
-            raise InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
+            raise self._bad_time(t)
         if seq is None:
             seq = self._seq = self._seq + 1
-        elif (seq.__class__ is not int or not 0 < seq & _PLACE <= self._seq or seq >> _SHIFT
-              or (t << _SHIFT | seq) in self._timers):
+        elif (seq.__class__ is not int or not 0 < seq <= self._seq or (t << _SHIFT | seq) in self._timers):
             raise InternalError(f"call_at(seq={seq!r}) needs a number reserve() gave, used once")
         key = t << _SHIFT | seq
         self._timers[key] = (fn, args)
         heappush(self._heap, key)
         return key
+
+    def call_ranked(self, t: int, order: Any, fn: Callable, *args: Any) -> int:
+        """``call_at(t, fn, *args)`` with a place among the timers at ``t`` drawn from ``order`` (a
+        ``random.Random``; None: arming order): a rank of 20 random bits, held in the key's bits 40 to 63
+        above the arming number, so the timer runs after every ordinary timer at ``t`` (the alarm
+        scheduler's seeded same-instant order), ranked timers in rank order, ties in arming order."""
+        if order is None:
+            return self.call_at(t, fn, *args)
+        if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
+            raise self._bad_time(t)
+        seq = self._seq = self._seq + 1
+        key = t << _SHIFT | (order.getrandbits(20) + 1) << 40 | seq
+        self._timers[key] = (fn, args)
+        heappush(self._heap, key)
+        return key
+
+    def _bad_time(self, t: Any) -> AlarmkitError:
+        if t.__class__ is int and t < self.now:
+            return InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
+        return InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
 
     def at_instant_end(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` once, when this instant's work is done (see the class docstring)."""
