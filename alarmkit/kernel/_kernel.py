@@ -134,6 +134,20 @@ class Kernel:
         heappush(self._heap, key)
         return key
 
+    def take_next(self, handle: int | None) -> bool:
+        """Take out the timer ``handle`` when it is the very next step (no microtask, no instant-end hook, no
+        timer before it, real CPU time not measured, the step budget not spent), counted as that step: the
+        caller, at its own step's end, then runs it in place (no heap pop, no turn of the loop). False, and
+        nothing changed, otherwise: the timer runs as a step of its own."""
+        heap = self._heap
+        if (self._ready or self._instant_end or not heap or heap[0] != handle or self.cpu_clock is not None
+                or self._steps >= self._limit):
+            return False
+        heappop(heap)
+        del self._timers[handle]
+        self._steps += 1
+        return True
+
     def _bad_time(self, t: Any) -> AlarmkitError:
         if t.__class__ is int and t < self.now:
             return InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")

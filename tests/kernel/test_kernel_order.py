@@ -91,3 +91,17 @@ def test_a_ranked_timer_runs_after_every_ordinary_timer_of_its_instant_in_rank_o
     assert fired == ["earlier", "ordinary, armed after", "unranked: arming order", r1, r2]
     with pytest.raises(InternalError, match=r"time can't go backwards: call_at\(3\) at now=5"):
         k.call_ranked(3, ranks, print)
+
+
+def test_take_next_takes_a_timer_only_when_it_is_the_very_next_step():
+    k = Kernel(time_limit_ms=None)
+    fired = []
+    first = k.call_at(0, fired.append, "first")
+    turn = k.call_at(0, fired.append, "turn")
+    assert not k.take_next(turn)  # "first" is due before it: left armed
+    k.call_soon(fired.append, "micro")
+    assert not k.take_next(first)  # a microtask runs before any timer
+    k.step()
+    assert k.take_next(first) and k._steps == 2  # taken out and counted as a step; the caller runs it
+    k.run()
+    assert fired == ["micro", "turn"]
