@@ -35,7 +35,7 @@ _INF = float("inf")
 # 1.37-1.54 us; benchmarks/bench_instructions.py measures the lifecycle). seq would pass 2**64 after
 # 2**64 timers, about 58,000 years at ten million timers a second.
 _SHIFT = 64
-_PLACE = (1 << 40) - 1  # a seq's reserved number; the bits above it are a rank
+# call_ranked holds a rank in seq's bits 40 to 63, above the arming number (below 2**40 for a day at 10M timers/s)
 
 
 class Kernel:
@@ -107,22 +107,51 @@ class Kernel:
     # -- scheduling -----------------------------------------------------------------
     def call_at(self, t: int, fn: Callable, *args: Any, seq: int | None = None) -> int:
         """Run ``fn(*args)`` at virtual time ``t`` (an int of ms); returns a handle for ``cancel``.
-        ``seq``: a number from ``reserve()``, to order the timer among those at ``t`` as if armed then;
-        bits 40 to 63 above it may carry a rank that orders it after every ordinary timer at ``t``
-        (the alarm scheduler's seeded same-instant order)."""
+        ``seq``: a number from ``reserve()``, to order the timer among those at ``t`` as if armed then."""
         if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
-            if t.__class__ is int and t < self.now:
-                raise InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
-            raise InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
+            raise self._bad_time(t)
         if seq is None:
             seq = self._seq = self._seq + 1
-        elif (seq.__class__ is not int or not 0 < seq & _PLACE <= self._seq or seq >> _SHIFT
-              or (t << _SHIFT | seq) in self._timers):
+        elif (seq.__class__ is not int or not 0 < seq <= self._seq or (t << _SHIFT | seq) in self._timers):
             raise InternalError(f"call_at(seq={seq!r}) needs a number reserve() gave, used once")
         key = t << _SHIFT | seq
         self._timers[key] = (fn, args)
         heappush(self._heap, key)
         return key
+
+    def call_ranked(self, t: int, order: Any, fn: Callable, *args: Any) -> int:
+        """``call_at(t, fn, *args)`` with a place among the timers at ``t`` drawn from ``order`` (a
+        ``random.Random``; None: arming order): a rank of 20 random bits, held in the key's bits 40 to 63
+        above the arming number, so the timer runs after every ordinary timer at ``t`` (the alarm
+        scheduler's seeded same-instant order), ranked timers in rank order, ties in arming order."""
+        if order is None:
+            return self.call_at(t, fn, *args)
+        if t.__class__ is not int or t < self.now or t > _KERNEL_MAX:
+            raise self._bad_time(t)
+        seq = self._seq = self._seq + 1
+        key = t << _SHIFT | (order.getrandbits(20) + 1) << 40 | seq
+        self._timers[key] = (fn, args)
+        heappush(self._heap, key)
+        return key
+
+    def take_next(self, handle: int | None) -> bool:
+        """Take out the timer ``handle`` when it is the very next step (no microtask, no instant-end hook, no
+        timer before it, real CPU time not measured, the step budget not spent), counted as that step: the
+        caller, at its own step's end, then runs it in place (no heap pop, no turn of the loop). False, and
+        nothing changed, otherwise: the timer runs as a step of its own."""
+        heap = self._heap
+        if (self._ready or self._instant_end or not heap or heap[0] != handle or self.cpu_clock is not None
+                or self._steps >= self._limit):
+            return False
+        heappop(heap)
+        del self._timers[handle]
+        self._steps += 1
+        return True
+
+    def _bad_time(self, t: Any) -> AlarmkitError:
+        if t.__class__ is int and t < self.now:
+            return InternalError(f"time can't go backwards: call_at({t}) at now={self.now}")
+        return InvalidValue(f"call_at(t) needs an int of ms in now..2**62, got {t!r}")
 
     def at_instant_end(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` once, when this instant's work is done (see the class docstring)."""
@@ -230,13 +259,19 @@ class Kernel:
 
     def step(self, end: int = NO_LIMIT) -> bool:
         """Process one microtask, or else the next timer due by virtual time ``end``; False when there
-        is none. The one step of the kernel: ``run()`` and ``run_until_complete()`` call it, as SimPy's
-        ``run()`` calls ``step()``. This instant's ``at_instant_end`` hooks run first once its work is
+        is none. ``run()`` takes its steps through the same loop (``_steps_until``), ``run_until_complete()``
+        calls it. This instant's ``at_instant_end`` hooks run first once its work is
         done. Every step counts against ``step_limit`` (steps while the clock stands still, counted
         afresh when the clock moves and when a run or a call begins); past it ``RunawayError``, the
         step not taken and the simulation left as it was."""
-        ready, heap = self._ready, self._heap
-        while True:  # once, unless the instant's hooks ran or a cancelled timer came up: then look again
+        return self._steps_until(end, True)
+
+    def _steps_until(self, end: int, once: bool) -> bool:
+        """The kernel's one step loop, shared by ``step()`` (``once``: one step taken, then True) and
+        ``run()`` (steps taken until nothing is due by ``end``): no call per step. False when there is
+        no step to take."""
+        ready, heap, took = self._ready, self._heap, False
+        while True:  # the instant's hooks ran or a cancelled timer came up: look again
             if ready:
                 n = self._steps = self._steps + 1
                 if n > self._limit:
@@ -246,12 +281,15 @@ class Kernel:
                     fn(*args)
                 else:
                     self._timed(fn, args)
-                return True
+                if once:
+                    return True
+                took = True
+                continue
             if self._instant_end and (not heap or heap[0] >> _SHIFT != self.now):
                 self._end_instant()  # may queue work or arm a timer
                 continue
             if not heap or heap[0] >> _SHIFT > end:
-                return False
+                return took
             key = heappop(heap)
             entry = self._timers.pop(key, None)
             if entry is None:  # cancelled: dropped as it comes up
@@ -275,7 +313,9 @@ class Kernel:
                 fn(*args)
             else:
                 self._timed(fn, args)
-            return True
+            if once:
+                return True
+            took = True
 
     def _timed(self, fn: Callable, args: tuple) -> None:
         """Run one step and charge its real time, in whole ms, to the virtual clock (cpu_time="measured")."""
@@ -313,9 +353,7 @@ class Kernel:
         # until= does not lift the time budget: run(until=2**53) over a retry loop would otherwise run on
         # for ever with no limit; a clock with nothing to do before until still jumps straight there
         self._steps = 0
-        step, stop = self.step, min(end, cap, self.end_ms)
-        while step(stop):
-            pass
+        self._steps_until(min(end, cap, self.end_ms), False)
         if self.end_ms < self.peek() != _INF and min(end, cap) >= self.end_ms:  # it reached the end, work is left past it
             raise self._past_clock_end()
         if end > cap and self.peek() <= end:  # stopped at the time limit with work left before until

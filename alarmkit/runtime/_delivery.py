@@ -105,6 +105,8 @@ class AlarmDelivery:
                     kernel.charge(self.cpu_ms, None, (host,))
                 host._touch()  # what _task_done does for a task
                 host.after_commit(self._alarm_end, None, data, None)
+                if kernel.take_next(host.turn):  # the turn's commit would be the next step: it is, in place
+                    host.end_turn()
                 return
             except Exception as err:  # noqa: BLE001 - the handler's failure is the attempt's
                 if self.cpu_ms:

@@ -276,8 +276,10 @@ class Host:
         self.wrote()
 
     def settled(self, value: Any) -> Settled:
-        """The awaitable of a storage call whose result is known: awaiting it does not suspend."""
-        return Settled(self, value)
+        """The awaitable of a storage call whose result is known: awaiting it does not suspend. A result
+        of None without fault hooks (no crash point to name this host) is the simulation's one ``none_now``."""
+        sim = self.sim
+        return sim.none_now if value is None and not sim.fault_hooks else Settled(sim, self, value)
 
     def visible_alarm(self) -> int | None:
         self.check_alive()

@@ -29,6 +29,7 @@ from ..kernel import Future, Kernel, Task, as_coro, wrap_awaitable
 from ._object import DurableObjectState, ObjectId
 from ._scheduler import WorkerdScheduler
 from ._storage import ConnectionPool
+from ._turn import Settled
 from ..errors import AlarmkitError, JournalWriteError, ObjectCrashed
 from .faults import Faults
 from .profiles import Profile, get_profile
@@ -87,6 +88,7 @@ class Simulation(AlarmDelivery):
         self.seed = seed
         self.faults = faults or Faults()
         self.fault_hooks = type(self.faults) is not Faults  # the base class's hooks do nothing
+        self.none_now = Settled(self, None, None)  # every settled None result's await (Host.settled)
         self.env = Env()
         self.namespaces: dict[str, Namespace] = {}
         self.down = False

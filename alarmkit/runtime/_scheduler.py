@@ -189,7 +189,7 @@ class WorkerdScheduler:
         late = self._late if self._late is not None else self._draw(entry.host)
         if self._instants is not None:
             late = self._same_instant(entry, due, late)
-        entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
+        entry.timer = self.kernel.call_ranked(due + late, self._order, self._fire_cb, entry)
 
     def _same_instant(self, entry: Entry, due: int, late: int) -> int:
         """The latency of ``entry``'s fire due at ``due`` (see SAME_INSTANT_SPREAD_MS): its own draw for the
@@ -211,12 +211,6 @@ class WorkerdScheduler:
             return late
         group[2] = joined = joined + 1
         return first + int(rng.random() * (joined + 1) * cost)
-
-    def _seq(self) -> int | None:
-        """A fire timer's place among the timers at its instant: arming order (None), or with a seeded order,
-        a random rank above every ordinary timer (high bits) made unique by a reserved sequence number."""
-        order = self._order
-        return None if order is None else (order.getrandbits(20) + 1) << 40 | self.kernel.reserve()
 
     def _fire(self, entry: Entry) -> None:
         host = entry.host
@@ -260,7 +254,7 @@ class WorkerdScheduler:
             due = at if at > now else now
             if self._instants is not None:
                 late = self._same_instant(entry, due, late)
-            entry.timer = self.kernel.call_at(due + late, self._fire_cb, entry, seq=self._seq())
+            entry.timer = self.kernel.call_ranked(due + late, self._order, self._fire_cb, entry)
             return
         entry.status = FINISHED
         if ok or not retry:  # not retry: ctx.abort(retry_alarm=False) in alarm() clears the alarm as a success does

@@ -20,17 +20,19 @@ class Settled:
     awaited storage op on SQLite-backed storage resolves in the same turn; the turn goes on). The
     await is still a crash point (a cheap check of the fault plan, as a suspension was), and a loop of
     them is bounded: past ``step_limit`` such awaits at one instant, each one suspends, so the kernel's
-    step budget stops the loop with its ``RunawayError`` naming the task."""
+    step budget stops the loop with its ``RunawayError`` naming the task. A simulation without fault
+    hooks shares one ``Settled`` of ``None`` (``host`` None) for every such call: ``Host.settled``."""
 
-    __slots__ = ("host", "value")
+    __slots__ = ("sim", "host", "value")
 
-    def __init__(self, host: Host, value: Any) -> None:
+    def __init__(self, sim: Any, host: Host | None, value: Any) -> None:
+        self.sim = sim
         self.host = host
         self.value = value
 
     def __await__(self):
         host = self.host
-        sim = host.sim
+        sim = self.sim
         kernel = sim.kernel
         task = kernel.current
         if task is not None:

@@ -74,3 +74,34 @@ def test_step_counts_against_the_same_budget_and_moves_the_clock_only_to_live_ti
     assert k.step(end=6) is False and seen == [0, 1]  # nothing due by 6; the third timer still pending
     k.step_limit = None
     assert k.step() and seen == [0, 1, 2] and not k.step()
+
+
+def test_a_ranked_timer_runs_after_every_ordinary_timer_of_its_instant_in_rank_order():
+    k = Kernel(time_limit_ms=None)
+    fired = []
+    ranks = random.Random(7)
+    drawn = [random.Random(7).getrandbits(20) + 1 for _ in range(2)]  # the ranks call_ranked will draw
+    k.call_ranked(5, ranks, fired.append, "ranked 1")
+    k.call_ranked(5, ranks, fired.append, "ranked 2")
+    k.call_at(5, fired.append, "ordinary, armed after")
+    k.call_ranked(5, None, fired.append, "unranked: arming order")
+    k.call_at(4, fired.append, "earlier")
+    k.run()
+    r1, r2 = ("ranked 1", "ranked 2") if drawn[0] <= drawn[1] else ("ranked 2", "ranked 1")
+    assert fired == ["earlier", "ordinary, armed after", "unranked: arming order", r1, r2]
+    with pytest.raises(InternalError, match=r"time can't go backwards: call_at\(3\) at now=5"):
+        k.call_ranked(3, ranks, print)
+
+
+def test_take_next_takes_a_timer_only_when_it_is_the_very_next_step():
+    k = Kernel(time_limit_ms=None)
+    fired = []
+    first = k.call_at(0, fired.append, "first")
+    turn = k.call_at(0, fired.append, "turn")
+    assert not k.take_next(turn)  # "first" is due before it: left armed
+    k.call_soon(fired.append, "micro")
+    assert not k.take_next(first)  # a microtask runs before any timer
+    k.step()
+    assert k.take_next(first) and k._steps == 2  # taken out and counted as a step; the caller runs it
+    k.run()
+    assert fired == ["micro", "turn"]
