@@ -93,7 +93,9 @@ def offline_html(fig: Any) -> str:
     when no output of the session holds it yet: what a widget's still should use."""
     fig_dict = fig if isinstance(fig, dict) else fig.to_dict()
     carry = _carry_plotlyjs()
-    src = PLOTLY_FILE if carry and share_plotly_js(os.getcwd()) else None  # the kernel's folder: the notebook's
+    # Only a Jupyter kernel's figures share the file (its folder is the notebook's); anywhere else (a
+    # script, a test, a widget's still asked for outside Lab) the HTML stays standalone and nothing is written.
+    src = PLOTLY_FILE if carry and _in_kernel() and share_plotly_js(os.getcwd()) else None
     return figure_html(fig_dict, with_plotlyjs=carry, plotlyjs_src=src)
 
 
@@ -104,6 +106,12 @@ class OfflineHtmlRenderer(MimetypeRenderer):
         return {"text/html": offline_html(fig_dict)}
 
 
+def _in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell), as ``use_in_jupyter`` asks."""
+    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    return type(ip).__name__ == "ZMQInteractiveShell"
+
+
 def use_in_jupyter() -> bool:
     """Inside a Jupyter kernel where plotly kept its own default, show figures as plotly mimetype
     plus offline HTML. Registers the ``alarmkit_html`` renderer in any case. Returns whether it
@@ -112,9 +120,9 @@ def use_in_jupyter() -> bool:
         pio.renderers[RENDERER] = OfflineHtmlRenderer()
     if os.environ.get("PLOTLY_RENDERER") or pio.renderers.default != _JUPYTER_DEFAULT:
         return False
-    ip = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    if type(ip).__name__ != "ZMQInteractiveShell":
+    if not _in_kernel():
         return False
+    ip = sys.modules["IPython"].get_ipython()
     pio.renderers.default = f"{_JUPYTER_DEFAULT}+{RENDERER}"
     ip.events.register("pre_run_cell", _on_run_cell)
     return True

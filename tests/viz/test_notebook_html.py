@@ -43,6 +43,7 @@ def session(monkeypatch, tmp_path):
     """A fresh kernel session for the renderer, working in ``tmp_path``: no plotly.js carried yet.
     ``session(cell, deleted)`` is JupyterLab starting to run a cell (IPython's pre_run_cell event)."""
     monkeypatch.chdir(tmp_path)  # the kernel's folder: plotly.min.js is written here
+    monkeypatch.setattr(_notebook, "_in_kernel", lambda: True)  # as IPython's ZMQ shell would be
     monkeypatch.setattr(_notebook, "_CARRIER", [])
     monkeypatch.setattr(_notebook, "_RUNNING", [])
 
@@ -82,6 +83,13 @@ def test_the_carrier_loads_one_tagged_plotlyjs_beside_the_notebook(session, tmp_
     assert SHARED in html and PLOTLYJS not in html and len(html) < 20_000  # the figure, not the 4.8 MB
     text = (tmp_path / "plotly.min.js").read_text(encoding="utf-8")
     assert text.startswith(PLOTLY_TAG) and PLOTLYJS in text[:500]
+
+
+def test_outside_a_kernel_the_carrier_is_standalone_and_nothing_is_written(session, tmp_path, monkeypatch):
+    monkeypatch.setattr(_notebook, "_in_kernel", lambda: False)  # a script, a test, a still asked for outside Lab
+    session(None)
+    html = _notebook.OfflineHtmlRenderer().to_mimebundle(_figure().to_dict())["text/html"]
+    assert PLOTLYJS in html and SHARED not in html and list(tmp_path.iterdir()) == []
 
 
 def test_a_plotlyjs_not_alarmkits_is_kept_and_the_figure_carries_it_inline(session, tmp_path):
