@@ -106,3 +106,20 @@ def test_explore_finds_the_outbox_bug_and_not_in_the_fix():
     assert snippet.splitlines()[1:3] == ["from alarmkit.workers import register", "register()"]
     out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.startswith("expect "), out.stderr[-2000:]
+
+
+def test_without_retries_the_first_loss_is_a_send_that_crashed_not_the_outbox_window(tmp_path):
+    # README, "Python Workers": each send has "retries": 3; without them the crash points reach the request's
+    # own handler first, and the loss explore reports is a send the client saw fail, not the outbox's window
+    drive = json.loads((NB / "drive.json").read_text())
+    for step in drive["steps"]:
+        del step["retries"]
+    bare = tmp_path / "drive.json"
+    bare.write_text(json.dumps(drive))
+    found = {}
+    for name, path in (("retries", NB / "drive.json"), ("bare", bare)):
+        run = explore_worker(NB / "outbox.py", path, wrangler=NB / "wrangler.jsonc", seeds=0, depth=1,
+                             workers=1, progress=False)
+        assert run.exit_code == 1
+        found[name] = run.counterexamples[0].found_in
+    assert found == {"retries": "crash:inbox/rpc:deliver#1@1", "bare": "crash:alice/rpc:send#1@1"}
