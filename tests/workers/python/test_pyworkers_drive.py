@@ -123,3 +123,19 @@ def test_without_retries_the_first_loss_is_a_send_that_crashed_not_the_outbox_wi
         assert run.exit_code == 1
         found[name] = run.counterexamples[0].found_in
     assert found == {"retries": "crash:inbox/rpc:deliver#1@1", "bare": "crash:alice/rpc:send#1@1"}
+
+
+def test_explore_of_a_drive_without_expect_does_not_count_expect_and_says_so(tmp_path):
+    drive = json.loads((NB / "drive.json").read_text())
+    del drive["expect"]
+    bare = tmp_path / "drive.json"
+    bare.write_text(json.dumps(drive))
+    kw = dict(wrangler=NB / "wrangler.jsonc", seeds=0, depth=1, workers=1, progress=False)
+    plain = explore_worker(NB / "outbox.py", bare, **kw)
+    assert plain.exit_code == 0 and "expect" not in plain.checked.invariants
+    assert plain.to_dict()["notes"] == [plain.notes[0]] and plain.notes[0].startswith("the drive states no expectations")
+    assert "invariants checked over" in plain.report()
+    assert "\nnote: the drive states no expectations, so nothing was checked at the end of any run" in plain.report()
+    checked = explore_worker(NB / "outbox.py", NB / "drive.json", **kw)  # with expect: counted, no note
+    assert "expect" in checked.checked.invariants and checked.notes == [] and "note:" not in checked.report()
+    assert len(checked.checked.invariants) == len(plain.checked.invariants) + 1
