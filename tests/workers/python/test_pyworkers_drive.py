@@ -139,3 +139,18 @@ def test_explore_of_a_drive_without_expect_does_not_count_expect_and_says_so(tmp
     checked = explore_worker(NB / "outbox.py", NB / "drive.json", **kw)  # with expect: counted, no note
     assert "expect" in checked.checked.invariants and checked.notes == [] and "note:" not in checked.report()
     assert len(checked.checked.invariants) == len(plain.checked.invariants) + 1
+
+
+def test_a_failed_expectation_names_the_alarms_the_drives_until_left_pending(tmp_path):
+    # a drive that ends before the outbox's flush: the failure says the work was pending, not that it was lost
+    send = {"at": 0, "fetch": "/send", "method": "POST", "body": json.dumps({"to": "alice", "id": "m1", "text": "hi"})}
+    d = tmp_path / "drive.json"
+    d.write_text(json.dumps({"steps": [send], "until": 500, "expect": [{"object": "OUTBOX:alice", "alarm": None}]}))
+    cut = run_worker(NB / "outbox.py", d, wrangler=NB / "wrangler.jsonc", profile=EXACT)
+    assert cut["expect_failures"] == ["OUTBOX:alice alarm 'alarm': expected null, got 1000 (the drive's until, 500 ms, "
+                                      "ended the run with alarms still pending: alice (set for 1000 ms))"]
+    d.write_text(json.dumps({"steps": [send], "until": 500, "expect": [{"object": "OUTBOX:alice", "alarm": 1000}]}))
+    assert run_worker(NB / "outbox.py", d, wrangler=NB / "wrangler.jsonc", profile=EXACT)["expect_failures"] == []
+    d.write_text(json.dumps({"steps": [send], "expect": [{"object": "INBOX:inbox", "kv": "m1", "equals": 1}]}))
+    done = run_worker(NB / "outbox.py", d, wrangler=NB / "wrangler.jsonc", profile=EXACT)  # no until: nothing pending
+    assert done["expect_failures"] == ["INBOX:inbox kv 'm1': expected 1, got null"]
