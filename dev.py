@@ -231,16 +231,18 @@ def main(argv: list[str]) -> int:
         return build_docs(env, rest)
     if "--quick" in rest:
         rest = [a for a in rest if a != "--quick"]
+        n = workers(rest)
         say("running the quick tier (tests marked quick at collection: no browser, notebook, real workerd, slow "
-            "or costly test; tests/README.md) on every core")
-        return run([env.python, "-m", "pytest", "-rs", "-m", "quick", *workers(rest), *rest], cwd=ROOT,
+            f"or costly test; tests/README.md) {'on every core' if n else 'with the workers you chose'}")
+        return run([env.python, "-m", "pytest", "-rs", "-m", "quick", *n, *rest], cwd=ROOT,
                    env=tier_env("quick"))
     ensure_chromium(env.state / "apt.log")
     ensure_workerd(env)
     if "--profile" in rest:
         return profile(env, [a for a in rest if a != "--profile"])
-    say("running the test suite on every core (two workers a core)")
-    return run([env.python, "-m", "pytest", "-rs", *workers(rest, per_core=2), *rest], cwd=ROOT, env=tier_env("full"))
+    n = workers(rest, per_core=2)
+    say(f"running the test suite {'on every core (two workers a core)' if n else 'with the workers you chose'}")
+    return run([env.python, "-m", "pytest", "-rs", *n, *rest], cwd=ROOT, env=tier_env("full"))
 
 
 def workers(rest: list[str], per_core: int = 1) -> list[str]:

@@ -127,7 +127,7 @@ def test_test_command_asks_pytest_why_tests_were_skipped(monkeypatch):
                            "notebooks/"]
 
 
-def test_the_quick_tier_and_the_full_suite_run_on_every_core_with_their_hypothesis_profile(monkeypatch):
+def test_the_quick_tier_and_the_full_suite_run_on_every_core_with_their_hypothesis_profile(monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(dev, "ensure_env", lambda extras: dev.Env())
     monkeypatch.setattr(dev, "ensure_chromium", lambda log: None)
@@ -137,6 +137,11 @@ def test_the_quick_tier_and_the_full_suite_run_on_every_core_with_their_hypothes
     cmd, kw = ran[-1]
     assert cmd[1:] == ["-m", "pytest", "-rs", "-m", "quick", "-n", "auto", "--dist", "loadscope", "-x"]
     assert kw["env"]["ALARMKIT_TEST_TIER"] == "quick"
+    assert "on every core" in capsys.readouterr().out
+    assert dev.main(["test", "--quick", "-n", "1"]) == 0  # the workers a contributor chose: said so, not "every core"
+    assert ran[-1][0][1:] == ["-m", "pytest", "-rs", "-m", "quick", "-n", "1"]
+    said = capsys.readouterr().out
+    assert "with the workers you chose" in said and "every core" not in said
     assert dev.main(["test"]) == 0
     assert ran[-1][1]["env"]["ALARMKIT_TEST_TIER"] == "full"
 

@@ -142,6 +142,7 @@ class Exploration:
     warnings: list[str] = field(default_factory=list)
     invariants: tuple[str, ...] | None = None  # the invariants each run was checked against (None: all)
     missing: str = ""  # set when the run was cut short: which runs are not in the table, journal or folder
+    notes: list[str] = field(default_factory=list)  # what the checks did not cover, said after them (a drive with no expect)
 
     @property
     def checked(self) -> Checked:
@@ -180,6 +181,7 @@ class Exploration:
             lines.append(self.checked.all_clear(bool(self.warnings)))
         else:
             lines.append(f"checked: {self.checked.counts()}")
+        lines += [f"note: {n}" for n in self.notes]
         for cx in self.counterexamples:
             lines += ["", f"{cx.invariant} on {cx.object} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
                       f"  {cx.message}"]
@@ -212,6 +214,7 @@ class Exploration:
             "checked": self.checked.to_dict(),
             "violations": [cx.to_dict() for cx in self.counterexamples],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "errors": [{"key": k, "error": e} for k, e in zip(t["key"], t["error"]) if e][:20],
             "duplicates": self.duplicates.to_dict(orient="records"),
             "wall_s": round(self.wall_s, 3),

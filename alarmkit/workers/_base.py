@@ -198,8 +198,14 @@ class Worker:
     def stub(self, binding: str, name: str) -> Any:
         """``env.BINDING.getByName(name)``, refused with the bindings there are when ``binding`` is none."""
         if binding not in self.classes:
-            raise WorkerError(f"{self.path} has no Durable Object binding {binding!r}; its bindings: {sorted(self.classes)}")
+            raise self._no_binding(binding)
         return getattr(self.env, binding).getByName(name)
+
+    def _no_binding(self, binding: str) -> WorkerError:
+        """The refusal of a binding the worker does not have, naming those it has and how to bind one."""
+        return WorkerError(f"{self.path} has no Durable Object binding {binding!r}; its bindings: {sorted(self.classes)}; "
+                           f"bind a class of the module to it with --bind {binding}=ClassName (bindings= in Python) "
+                           "or in the wrangler file's durable_objects")
 
     def methods(self, binding: str) -> list[str] | None:
         """The RPC methods of ``binding``'s class (None: not known before a call, as for a JS class)."""
@@ -208,7 +214,7 @@ class Worker:
     def check_method(self, binding: str, method: str) -> None:
         """Refuse (``WorkerError``) a method ``binding``'s class does not have, naming those it has."""
         if binding not in self.classes:
-            raise WorkerError(f"{self.path} has no Durable Object binding {binding!r}; its bindings: {sorted(self.classes)}")
+            raise self._no_binding(binding)
         known = self.methods(binding)
         if known is not None and method not in known:
             raise WorkerError(f"{self.classes[binding]} (binding {binding}) has no method {method!r}; its methods: {known}")

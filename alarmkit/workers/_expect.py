@@ -79,8 +79,9 @@ def _inspector(worker: Any, binding: str, name: str) -> Any:
     return worker.sim.inspect(stub)
 
 
-def check_expect(worker: Any, expect: list[dict], result: Any) -> list[str]:
-    """Check every expectation; journal each failure (``expect_failed``) and return their messages."""
+def check_expect(worker: Any, expect: list[dict], result: Any, after: str = "") -> list[str]:
+    """Check every expectation; journal each failure (``expect_failed``) and return their messages, each
+    followed by ``after`` (what the run's end left undone)."""
     sim = worker.sim
     failures: list[str] = []
     for e in expect:
@@ -89,7 +90,7 @@ def check_expect(worker: Any, expect: list[dict], result: Any) -> list[str]:
             if bad:
                 o = bad[0]
                 why = o.get("error") or (f"answered {o['status']}" if "status" in o else "still running when the drive ended")
-                msg = f"{len(bad)} request(s) did not finish ok, first step {o['step']} ({o['what']}): {why}"
+                msg = f"{len(bad)} request(s) did not finish ok, first step {o['step']} ({o['what']}): {why}{after}"
                 failures.append(msg)
                 sim.journal_event("expect_failed", detail={"message": msg[:500]})
             continue
@@ -112,7 +113,7 @@ def check_expect(worker: Any, expect: list[dict], result: Any) -> list[str]:
             target = e.get("kv") or e.get("sql") or "alarm"
             said = got if isinstance(got, str) and got.startswith("error: ") else _cut(json.dumps(got, default=str), 120)
             msg = (f"{e['object']} {e['what']} {_cut(repr(target), 80)}: expected "
-                   f"{_cut(json.dumps(e['equals'], default=str), 120)}, got {said}")  # an error whole: it says the way out
+                   f"{_cut(json.dumps(e['equals'], default=str), 120)}, got {said}{after}")  # an error whole: the way out
             failures.append(msg)
             sim.journal_event("expect_failed", worker.stub(e["binding"], e["name"]), detail={"message": msg[:500]})
     return failures

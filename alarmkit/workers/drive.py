@@ -259,8 +259,18 @@ def run_drive(worker: Any, drive: DriveScript) -> DriveResult:
         sim.call_at(start + step["t"], launch, i, step)
     sim.run(None if drive.until is None else start + drive.until)
     result.end_ms = sim.now - start
-    result.expect_failures = check_expect(worker, drive.expect, result)
+    result.expect_failures = check_expect(worker, drive.expect, result, _still_set(sim, drive, start))
     return result
+
+
+def _still_set(sim: Any, drive: DriveScript, start: int) -> str:
+    """Said after each failed expectation when the drive's ``until`` ended the run with alarms still set:
+    the work may only have been late, not lost."""
+    left = sorted((v - start, k) for k, v in sim.alarms().items() if v is not None)
+    if drive.until is None or not left:
+        return ""
+    named = ", ".join(f"{k} (set for {t} ms)" for t, k in left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    return f" (the drive's until, {drive.until} ms, ended the run with alarms still pending: {named})"
 
 
 def _raw_stub(worker: Any, step: dict) -> Any:

@@ -21,6 +21,8 @@ __all__ = ["run_worker", "explore_worker", "scenario_fn", "registered", "registe
 
 SCENARIO = "worker"
 DESCRIPTION = "your own worker module driven by a drive script (alarmkit worker, explore --worker)"
+NO_EXPECT = ("the drive states no expectations, so nothing was checked at the end of any run and expect is not "
+             "counted among the invariants (an \"expect\" list in the drive says what must hold)")
 
 
 def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", bindings: Any = {},  # noqa: B006
@@ -112,10 +114,19 @@ def explore_worker(entry: str | Path | None, drive: str | Path, *, wrangler: str
                    event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S, **kwargs: Any) -> Any:
     """``alarmkit.explore`` on the worker and its drive (``kwargs``: ``seeds``, ``faults``, ``depth``,
     ``crash_points``, ``invariants``, ``workers``, ``journal``, ``out``...); an ``Exploration``. The drive's
-    ``expect`` entries are checked in every run (the ``expect`` invariant)."""
+    ``expect`` entries are checked in every run (the ``expect`` invariant); a drive without them leaves
+    ``expect`` out of the invariants counted and says so in ``notes``."""
     from ..explore import explore
 
     params = worker_params(entry, drive, wrangler, bindings, compatibility_date, event_limit, wall_limit_s)
     modules = list(kwargs.pop("modules", ())) + ["alarmkit.workers._scenario"]
     with registered():
-        return explore(SCENARIO, params=params, modules=modules, **kwargs)
+        found = explore(SCENARIO, params=params, modules=modules, **kwargs)
+    from ..journal.invariants import INVARIANTS
+    from .drive import load_drive
+
+    if not load_drive(drive).expect:  # the expect invariant had nothing to check: not counted, and said
+        chosen = found.invariants if found.invariants is not None else INVARIANTS
+        found.invariants = tuple(i for i in chosen if i != "expect")
+        found.notes.append(NO_EXPECT)
+    return found

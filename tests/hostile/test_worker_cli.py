@@ -170,6 +170,8 @@ def test_a_drive_expectation_that_fails_exits_1_and_says_which(project, capsys):
     (["worker", "missing.py", "--drive", "d.json"], "no file 'missing.py'"),
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Nope"], "has no class 'Nope'"),
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Default"], "Default is not a Durable Object class"),
+    (["worker", "{w}", "--drive", "{d}"],  # no --bind: the message names the way to bind it
+     "has no Durable Object binding 'BOX'; its bindings: []; bind a class of the module to it with --bind BOX=ClassName"),
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--compat", "soon"], "compatibility_date is a date"),
     (["worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--profile", "nope"], "nope"),
     (["worker", "{w}", "--drive", "{bad}", "--bind", "BOX=Box", "--db", "{j}", "--report", "{r}"],

@@ -106,3 +106,51 @@ def test_explore_finds_the_outbox_bug_and_not_in_the_fix():
     assert snippet.splitlines()[1:3] == ["from alarmkit.workers import register", "register()"]
     out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.startswith("expect "), out.stderr[-2000:]
+
+
+def test_without_retries_the_first_loss_is_a_send_that_crashed_not_the_outbox_window(tmp_path):
+    # README, "Python Workers": each send has "retries": 3; without them the crash points reach the request's
+    # own handler first, and the loss explore reports is a send the client saw fail, not the outbox's window
+    drive = json.loads((NB / "drive.json").read_text())
+    for step in drive["steps"]:
+        del step["retries"]
+    bare = tmp_path / "drive.json"
+    bare.write_text(json.dumps(drive))
+    found = {}
+    for name, path in (("retries", NB / "drive.json"), ("bare", bare)):
+        run = explore_worker(NB / "outbox.py", path, wrangler=NB / "wrangler.jsonc", seeds=0, depth=1,
+                             workers=1, progress=False)
+        assert run.exit_code == 1
+        found[name] = run.counterexamples[0].found_in
+    assert found == {"retries": "crash:inbox/rpc:deliver#1@1", "bare": "crash:alice/rpc:send#1@1"}
+
+
+def test_explore_of_a_drive_without_expect_does_not_count_expect_and_says_so(tmp_path):
+    drive = json.loads((NB / "drive.json").read_text())
+    del drive["expect"]
+    bare = tmp_path / "drive.json"
+    bare.write_text(json.dumps(drive))
+    kw = dict(wrangler=NB / "wrangler.jsonc", seeds=0, depth=1, workers=1, progress=False)
+    plain = explore_worker(NB / "outbox.py", bare, **kw)
+    assert plain.exit_code == 0 and "expect" not in plain.checked.invariants
+    assert plain.to_dict()["notes"] == [plain.notes[0]] and plain.notes[0].startswith("the drive states no expectations")
+    assert "invariants checked over" in plain.report()
+    assert "\nnote: the drive states no expectations, so nothing was checked at the end of any run" in plain.report()
+    checked = explore_worker(NB / "outbox.py", NB / "drive.json", **kw)  # with expect: counted, no note
+    assert "expect" in checked.checked.invariants and checked.notes == [] and "note:" not in checked.report()
+    assert len(checked.checked.invariants) == len(plain.checked.invariants) + 1
+
+
+def test_a_failed_expectation_names_the_alarms_the_drives_until_left_pending(tmp_path):
+    # a drive that ends before the outbox's flush: the failure says the work was pending, not that it was lost
+    send = {"at": 0, "fetch": "/send", "method": "POST", "body": json.dumps({"to": "alice", "id": "m1", "text": "hi"})}
+    d = tmp_path / "drive.json"
+    d.write_text(json.dumps({"steps": [send], "until": 500, "expect": [{"object": "OUTBOX:alice", "alarm": None}]}))
+    cut = run_worker(NB / "outbox.py", d, wrangler=NB / "wrangler.jsonc", profile=EXACT)
+    assert cut["expect_failures"] == ["OUTBOX:alice alarm 'alarm': expected null, got 1000 (the drive's until, 500 ms, "
+                                      "ended the run with alarms still pending: alice (set for 1000 ms))"]
+    d.write_text(json.dumps({"steps": [send], "until": 500, "expect": [{"object": "OUTBOX:alice", "alarm": 1000}]}))
+    assert run_worker(NB / "outbox.py", d, wrangler=NB / "wrangler.jsonc", profile=EXACT)["expect_failures"] == []
+    d.write_text(json.dumps({"steps": [send], "expect": [{"object": "INBOX:inbox", "kv": "m1", "equals": 1}]}))
+    done = run_worker(NB / "outbox.py", d, wrangler=NB / "wrangler.jsonc", profile=EXACT)  # no until: nothing pending
+    assert done["expect_failures"] == ["INBOX:inbox kv 'm1': expected 1, got null"]
