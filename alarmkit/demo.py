@@ -119,5 +119,5 @@ def _counterexample(sc, journal, page: str, verdicts: dict, about: dict, pages: 
                             True)]
     about[page]["links"] = [(cx_page, "the counterexample's run")]
     verdicts[cx_page], pages[cx_page] = bad.verdict, bad.run_id
-    about[cx_page] = {"demonstrates": f"the counterexample `alarmkit explore {sc.name}` finds: {sc.demonstrates}",
+    about[cx_page] = {"demonstrates": f"the counterexample that alarmkit explore {sc.name} finds: {sc.demonstrates}",
                       "kind": sc.kind, "links": [(page, "the run without faults")]}

@@ -88,3 +88,5 @@ def test_an_anti_pattern_page_shows_the_counterexample(demo, page, name):
     page.goto((folder / f"{name}.counterexample.html").as_uri())
     assert page.locator("div.verdict").get_attribute("data-status") == "broken"
     assert page.locator(".verdict-head").inner_text().startswith("BROKEN")
+    said = page.locator("tr", has=page.locator("th", has_text="demonstrates")).inner_text()
+    assert f"the counterexample that alarmkit explore {name} finds: " in said and "`" not in said  # no markdown in HTML
