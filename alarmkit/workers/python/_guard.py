@@ -24,6 +24,7 @@ from ..._text import name_of, text_of
 from ...errors import WorkerFailure
 from ...kernel import NO_LIMIT, over_wall_limit
 from ._contain import STATE, WallClockLimit, _FILES, ensure_watchdog
+from ._noloop import enter as no_loop, leave as leave_loop
 
 __all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task",
            "ordinary", "passable", "name_of", "text_of", "NOTE"]
@@ -237,11 +238,13 @@ def _gated(sim: Any, inner: Callable) -> Callable:
         st.kernel, st.limit, st.thread = kernel, sim._wall_limit_s, ident()
         st.depth += 1
         st.serial += 1
+        loop = no_loop()  # asyncio that needs a loop is refused by name in the worker's code (_noloop)
         try:
             return inner(*args, **kwargs)
         except WallClockLimit as err:
             raise over_wall_limit(_object_of(err), st.limit or 0, where_stopped(err)) from None
         finally:
+            leave_loop(loop)
             st.depth -= 1
             st.kernel, st.limit = outer
 

@@ -21,6 +21,7 @@ from ...errors import WorkerUnsupported
 from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line, start_task
+from ._noloop import own_loop, run
 from ._sdk import outbound_fetch
 from ._unaudited import make_unaudited
 
@@ -120,7 +121,8 @@ def _asyncio(sim: Any) -> types.ModuleType:
     def create_task(coro: Any, name: str | None = None) -> Any:
         return start_task(sim, coro, name or "task")
 
-    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future)
+    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future,
+                        run=run, new_event_loop=own_loop("new_event_loop"), Runner=own_loop("Runner"))
     return mod
 
 
