@@ -1,0 +1,82 @@
+"""What a Python Worker's code changes of the process that Python does not audit: the builtins and the
+signals. Its ``builtins`` is its own (``builtins.print = None`` made alarmkit's own output crash with a
+traceback); its ``signal`` reads but refuses a change by name (``signal.alarm(1)`` killed the command a
+second later, exit -14 with nothing said; ``signal.signal(SIGINT, SIG_IGN)`` left Ctrl-C dead)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import alarmkit as ak
+
+from test_pyworkers_contain import load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+WORKER = '''
+import builtins
+import signal
+from workers import DurableObject
+
+class W(DurableObject):
+    async def mark(self):
+        builtins.ALARMKIT_WORKER_MARK = "its own"
+        builtins.print("captured")
+        return [ALARMKIT_WORKER_MARK, signal.getsignal(signal.SIGINT) is not None, int(signal.SIGTERM)]
+
+    async def change(self, call):
+        {call}
+'''
+CHANGES = {
+    "signal": ("signal.signal(signal.SIGINT, signal.SIG_IGN)", "signal.signal(<Signals.SIGINT: 2>, <Handlers.SIG_IGN: 1>)"),
+    "alarm": ("signal.alarm(0)", "signal.alarm(0)"),
+    "setitimer": ("signal.setitimer(signal.ITIMER_REAL, 0)", "signal.setitimer(0, 0)"),
+    "pthread_sigmask": ("signal.pthread_sigmask(signal.SIG_BLOCK, [])", "signal.pthread_sigmask(<Sigmasks.SIG_BLOCK: 0>, [])"),
+    "siginterrupt": ("signal.siginterrupt(signal.SIGUSR1, False)", "signal.siginterrupt(<Signals.SIGUSR1: 10>, False)"),
+}
+
+
+def test_the_workers_builtins_are_its_own(tmp_path):
+    try:
+        sim, w, a = load(tmp_path, WORKER.format(call="pass"))
+        assert sim.call(a.mark()) == ["its own", True, 15]
+        assert not hasattr(builtins, "ALARMKIT_WORKER_MARK")  # the process's builtins are untouched
+        assert w.logs == [(0, "log", "captured")]  # its builtins.print is its captured print
+    finally:
+        vars(builtins).pop("ALARMKIT_WORKER_MARK", None)
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_a_change_to_the_processs_signals_is_refused_by_name(tmp_path, name):
+    call, shown = CHANGES[name]
+    before = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        sim, w, a = load(tmp_path, WORKER.replace("{call}", call))
+        with pytest.raises(ak.WorkerUnsupported) as info:
+            sim.call(a.change(name))
+        assert str(info.value) == (
+            f"{shown} in the worker's code at {tmp_path / 'src' / 'entry.py'}:13: a signal's handler, mask or timer "
+            "is the process's, which every object and alarmkit share, and acts outside the simulation and its "
+            "virtual clock; schedule the work with ctx.storage.setAlarm(...) or await asyncio.sleep(...), which run "
+            "on the virtual clock")
+        assert (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, [])) == before
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+
+
+def test_the_command_prints_as_usual_after_the_worker_replaced_print(tmp_path):
+    (tmp_path / "entry.py").write_text("import builtins\nbuiltins.print = None\n"
+                                       "from workers import WorkerEntrypoint, Response\n"
+                                       "class Default(WorkerEntrypoint):\n"
+                                       "    async def fetch(self, request):\n        return Response('ok')\n")
+    (tmp_path / "drive.json").write_text('{"steps": [{"at": 0, "fetch": "/"}]}')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "alarmkit", "worker", "--worker", "entry.py", "--drive", "drive.json"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert (p.returncode, p.stderr) == (0, "") and "1 request, 0 failed" in p.stdout
