@@ -80,3 +80,52 @@ def test_the_command_prints_as_usual_after_the_worker_replaced_print(tmp_path):
     p = subprocess.run([sys.executable, "-m", "alarmkit", "worker", "--worker", "entry.py", "--drive", "drive.json"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert (p.returncode, p.stderr) == (0, "") and "1 request, 0 failed" in p.stdout
+
+
+SYS_WORKER = '''
+import sys
+from workers import DurableObject
+
+class W(DurableObject):
+    async def write(self):
+        sys.stdout.write("out one\\nout ")
+        sys.stdout.write("two\\n")
+        print("via print", file=sys.stderr)
+        sys.stderr.write("partial")
+        sys.stderr.flush()
+        sys.stdout.close()
+        sys.modules["time"] = None
+        return [sys.stdout.isatty(), sys.modules["time"], sys.modules["json"].__name__]
+
+    async def change(self):
+        {call}
+'''
+
+
+def test_the_workers_sys_output_is_its_console_and_its_modules_its_own(tmp_path, capsys):
+    import time
+
+    sim, w, a = load(tmp_path, SYS_WORKER.replace("{call}", "pass"))
+    assert sim.call(a.write()) == [False, None, "json"]
+    assert w.logs == [(0, "log", "out one"), (0, "log", "out two"), (0, "error", "via print"), (0, "error", "partial")]
+    assert sys.modules["time"] is time and not sys.stdout.closed  # the process's are untouched
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "")
+    ev = sim.events()
+    assert list(ev[ev["kind"] == "console"]["detail"].str.contains("out one|out two|via print|partial")) == [True] * 4
+
+
+@pytest.mark.parametrize("call, shown", [("sys.setrecursionlimit(50)", "sys.setrecursionlimit(50)"),
+                                         ("sys.addaudithook(len)", "sys.addaudithook(<built-in function len>)"),
+                                         ("sys.settrace(None)", "sys.settrace(None)"),
+                                         ("sys.setswitchinterval(1.0)", "sys.setswitchinterval(1.0)")])
+def test_a_setting_of_the_interpreter_is_refused_by_name(tmp_path, call, shown):
+    limit, interval, trace = sys.getrecursionlimit(), sys.getswitchinterval(), sys.gettrace()
+    sim, w, a = load(tmp_path, SYS_WORKER.replace("{call}", call))
+    with pytest.raises(ak.WorkerUnsupported) as info:
+        sim.call(a.change())
+    assert str(info.value) == (
+        f"{shown} in the worker's code at {tmp_path / 'src' / 'entry.py'}:17: it sets the interpreter that every "
+        "object and alarmkit share (its recursion limit, its trace, profile and audit hooks, its thread switching), "
+        "outside the simulation; a Worker does not own its isolate's settings: leave them as they are")
+    assert (sys.getrecursionlimit(), sys.getswitchinterval(), sys.gettrace()) == (limit, interval, trace)
