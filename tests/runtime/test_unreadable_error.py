@@ -51,3 +51,27 @@ def test_an_unreadable_exception_in_alarm_is_a_counted_failure_and_the_run_goes_
     ev = sim.events()
     assert [int(t) for t in ev[ev["kind"] == "abandoned"]["t_ms"]] == [146_435]
     assert (ev["kind"] == "handler_error").sum() == 7
+
+
+class Opaque:
+    def __repr__(self):
+        raise ValueError("no repr")
+
+    def __str__(self):
+        raise ValueError("no text")
+
+
+class Noter(ak.DurableObject):
+    async def note(self):
+        self.ctx.journal_event("noted", detail={"what": Opaque(), "n": 1})
+        return "noted"
+
+
+def test_an_unreadable_value_in_a_custom_events_detail_is_journaled_as_a_stand_in(tmp_path):
+    with ak.Journal(tmp_path / "j.duckdb") as j:
+        sim = ak.Simulation(seed=3, journal=j)
+        assert sim.call(sim.namespace("NS", Noter).get("a").note()) == "noted"  # a TypeError out of the journal before
+        sim.close()
+        ev = j.events()
+    detail = json.loads(ev[ev["kind"] == "noted"]["detail"].iloc[0])
+    assert detail == {"what": "<an object of class Opaque whose text cannot be read>", "n": 1}
