@@ -10,7 +10,7 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = ["esc", "clean", "fmt_ms", "Terminal", "one_line"]
+__all__ = ["esc", "clean", "fmt_ms", "Terminal", "one_line", "name_of", "text_of"]
 
 _INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e"
                         "\u2066-\u2069\ufeff]")
@@ -51,6 +51,22 @@ def clean(text: Any, keep_newlines: bool = False, limit: int | None = None) -> s
             out.append(ch)
     s = "".join(out)
     return s if limit is None or len(s) <= limit else s[: limit - 3] + "..."
+
+
+def name_of(err: BaseException) -> str:
+    """The class name of ``err`` on one line (a class of the user's may name itself anything)."""
+    name = " ".join(str(type(err).__name__).split())
+    return (name if len(name) <= 80 else name[:77] + "...") or "?"
+
+
+def text_of(err: BaseException, limit: int = 200) -> str:
+    """``str(err)`` cut to ``limit``, or what stands for it when its ``__str__`` raises (or gives no text):
+    the user's exception is journaled and reported, never a crash of alarmkit's own code."""
+    try:
+        text = str(err)
+    except BaseException as inner:  # noqa: BLE001 - the user's own __str__: anything can come out of it
+        return f"<its text cannot be read: its __str__ raised {name_of(inner)}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def fmt_ms(ms: float) -> str:

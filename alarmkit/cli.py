@@ -244,7 +244,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             args.scenario, faults=faults, seeds=args.seeds, depth=args.depth,
             crash_points=None if args.crash_points == "none" else args.crash_points,
             workers=args.workers, journal=args.db, out=args.out, progress=not args.json,
-            strict=args.strict, max_crash_runs=args.max_crash_runs or MAX_CRASH_RUNS,
+            strict=args.strict, max_crash_runs=args.max_crash_runs or MAX_CRASH_RUNS, invariants=args.invariant,
         )
     except PlanNotApplied as err:  # strict: show what was found, then the error (exit 2)
         _print_exploration(err.exploration, args.json)

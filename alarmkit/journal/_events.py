@@ -65,7 +65,7 @@ try:  # orjson is ~10x faster than json for the many small detail dicts of a big
             return orjson.dumps(detail, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:  # a lone surrogate ("\ud800", from an error message?) or an int past 64 bits:
             # the event is kept, the value shown as text ("\\ud800"), rather than the flush failing
-            return orjson.dumps(_plain(detail), default=lambda o: _plain(str(o)), option=orjson.OPT_NON_STR_KEYS).decode()
+            return orjson.dumps(_plain(detail), default=lambda o: _plain(_text(o)), option=orjson.OPT_NON_STR_KEYS).decode()
 
     _loads = orjson.loads
 
@@ -76,6 +76,14 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
         return None if detail is None else _encode(detail)
 
     _loads = json.loads
+
+
+def _text(value: Any) -> str:
+    """``str(value)``, or what stands for it when its ``__str__`` raises (an object of the user's in a detail)."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - the user's own __str__: the event is kept, its value shown as a stand-in
+        return f"<an object of class {type(value).__name__} whose text cannot be read>"
 
 
 def _plain(value: Any) -> Any:

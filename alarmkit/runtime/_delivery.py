@@ -18,6 +18,7 @@ from ._host import Host
 from ..kernel import Task, wrap_awaitable
 from ._object import AlarmInfo
 from ..kernel import PENDING
+from .._text import text_of
 from ..errors import Aborted, AlarmkitError, HandlerTimeout, ObjectCrashed, UncountedFailure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -261,4 +262,4 @@ async def _value(value: Any) -> Any:
 
 
 def _error(err: BaseException, counted: bool) -> dict:
-    return {"error": type(err).__name__, "message": str(err)[:500], "counted": counted}
+    return {"error": type(err).__name__, "message": text_of(err, 500), "counted": counted}

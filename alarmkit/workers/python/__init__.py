@@ -23,6 +23,7 @@ from .._base import Request as BaseRequest, Response as BaseResponse, Var, Worke
 from ._convert import JsDict
 from ._env import JsEnv, JsNamespace, relaxed, rpc_methods
 from ._contain import WallClockLimit, gate, install
+from ._noloop import without_loop
 from ._guard import gate_steps, guarded, printer, where_stopped
 from ._importer import Isolated
 from ._modules import make_modules
@@ -128,7 +129,7 @@ def load(sim: Any, path: Path, bindings: dict[str, Any], compat: str) -> PythonW
     shims = make_modules(worker, worker.sdk)
     isolated = Isolated(path.parent, shims, printer(worker))
     try:
-        worker.module = mod = gate(isolated.load_entry, sim.wall_limit_s, path)
+        worker.module = mod = gate(without_loop(isolated.load_entry), sim.wall_limit_s, path)
     except WallClockLimit as err:
         raise WorkerError(str(over_wall_limit(f"importing {path}", sim.wall_limit_s or 0, where_stopped(err),
                                               "the worker was not loaded"))) from None

@@ -20,9 +20,11 @@ import threading
 from types import CoroutineType, coroutine
 from typing import Any, Callable
 
+from ..._text import name_of, text_of
 from ...errors import WorkerFailure
 from ...kernel import NO_LIMIT, over_wall_limit
 from ._contain import STATE, WallClockLimit, _FILES, ensure_watchdog
+from ._noloop import enter as no_loop, leave as leave_loop
 
 __all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task",
            "ordinary", "passable", "name_of", "text_of", "NOTE"]
@@ -31,21 +33,6 @@ MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
 NOTE = "raised in the simulated code of"  # as the runtime notes an interruption (alarmkit.cli tells it from Ctrl-C)
 _PASS = (KeyboardInterrupt, SystemExit, WallClockLimit)
 CURRENT: list = [None]  # the simulation's ctx of the object whose code runs now (for its console lines)
-
-
-def name_of(err: BaseException) -> str:
-    """The class name of ``err`` on one line (a class of the worker's may name itself anything)."""
-    name = " ".join(str(type(err).__name__).split())
-    return (name if len(name) <= 80 else name[:77] + "...") or "?"
-
-
-def text_of(err: BaseException, limit: int = 200) -> str:
-    """``str(err)`` cut to ``limit``, or what stands for it when its ``__str__`` raises."""
-    try:
-        text = str(err)
-    except BaseException as inner:  # noqa: BLE001 - the worker's own __str__: anything can come out of it
-        return f"<its text cannot be read: its __str__ raised {name_of(inner)}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _safely(read: Callable[[], Any], default: Any = None) -> Any:
@@ -251,11 +238,13 @@ def _gated(sim: Any, inner: Callable) -> Callable:
         st.kernel, st.limit, st.thread = kernel, sim._wall_limit_s, ident()
         st.depth += 1
         st.serial += 1
+        loop = no_loop()  # asyncio that needs a loop is refused by name in the worker's code (_noloop)
         try:
             return inner(*args, **kwargs)
         except WallClockLimit as err:
             raise over_wall_limit(_object_of(err), st.limit or 0, where_stopped(err)) from None
         finally:
+            leave_loop(loop)
             st.depth -= 1
             st.kernel, st.limit = outer
 

@@ -32,9 +32,13 @@ class Isolated:
 
     def __init__(self, root: Path, shims: dict[str, types.ModuleType], print_: Any = None) -> None:
         self.root = root
-        self.shims = shims
+        # its own builtins, the module its code imports under that name too: `builtins.print = None` in the
+        # worker changes the worker's print, not the process's (alarmkit's own output crashed on it)
+        own = types.ModuleType("builtins", builtins.__doc__)
+        vars(own).update(vars(builtins))
+        self.shims = {"builtins": own, **shims}
         self.modules: dict[str, types.ModuleType] = {}
-        self.builtins = dict(vars(builtins))
+        self.builtins = vars(own)
         self.builtins["__import__"] = self._import
         if print_ is not None:
             self.builtins["print"] = print_

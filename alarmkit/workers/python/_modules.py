@@ -21,6 +21,8 @@ from ...errors import WorkerUnsupported
 from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line, start_task
+from ._noloop import own_loop, run
+from ._process import make_signal, make_sys
 from ._sdk import outbound_fetch
 from ._unaudited import make_unaudited
 
@@ -120,7 +122,8 @@ def _asyncio(sim: Any) -> types.ModuleType:
     def create_task(coro: Any, name: str | None = None) -> Any:
         return start_task(sim, coro, name or "task")
 
-    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future)
+    mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future,
+                        run=run, new_event_loop=own_loop("new_event_loop"), Runner=own_loop("Runner"))
     return mod
 
 
@@ -241,4 +244,6 @@ def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleTy
     sim = worker.sim
     pkg, ffi = _pyodide()
     return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
-            "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk, **make_unaudited()}
+            "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk, "signal": make_signal(),
+            "sys": make_sys(worker),
+            **make_unaudited()}
