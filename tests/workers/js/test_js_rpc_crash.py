@@ -82,3 +82,22 @@ def test_explore_with_a_plan_that_never_applied_warns_on_the_cli(q, tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"warning: {line}" in p.stdout and f"alarmkit: warning: {line}" in p.stderr
     assert "no fault applied in any run: no violation found, but this says nothing about faults" in p.stdout
+
+
+def test_js_leases_tries_a_crashed_grant_again_and_owes_nothing_for_one_that_never_got_through(js_host):
+    import alarmkit.workers.js.scenarios  # noqa: F401 - registers js-leases
+
+    def run(invocations):
+        plan = ak.FaultPlan(crashes=[{"task": "rpc:grant", "invocation": i, "at_await": 1, "object": "ledger"}
+                                     for i in invocations])
+        return ak.run_scenario("js-leases-fixed", faults=plan, profile=EXACT)
+
+    once = run([1])  # the ledger crashes in the first grant, before it commits: the client tries again at once
+    ev = once.events
+    assert [(t, k) for t, k in zip(ev["t_ms"], ev["kind"]) if k in ("call", "crash", "effect")] == [
+        (0, "call"), (0, "crash"), (0, "call"), (0, "call"), (302, "effect"), (1502, "effect")]
+    assert once.unapplied == {} and once["failed_grants"] == [] and ak.check(once).ok
+    assert [o["due_ms"] for o in once.obligations] == [300, 1500]
+    never = run([1, 2, 3])  # every try of lease a crashed: its client knows, and nothing is owed for it
+    assert never.unapplied == {} and never["failed_grants"] == ["a"] and ak.check(never).ok
+    assert [o["key"] for o in never.obligations] == ["https://revoker.example/revoke?id=b"]
