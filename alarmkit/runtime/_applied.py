@@ -90,6 +90,10 @@ def _why_crash(c: Any, points: list[tuple], objects: list[str]) -> str:
     if c.object is not None and c.object not in objects:
         return _not_seen("object", c.object, objects)
     pts = [p for p in points if c.object in (None, p[0])]
+    if not pts and c.object is not None:
+        other = sorted({f"{p[0]}/{p[1]}" for p in points})
+        return (f"object {c.object!r} reached no await in this run, so it had no crash point; "
+                f"crash points seen: {', '.join(other) or 'none'}")
     tasks = sorted({p[1] for p in pts})
     if c.task not in tasks:
         return _not_seen("task", c.task, tasks, "a task that reached an await in this run")

@@ -134,6 +134,7 @@ class RunResult:
     grace_ms: int | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     sim: Simulation | None = field(default=None, repr=False)
+    unapplied: dict[str, str] = field(default_factory=dict)  # plan entries that injected nothing -> why
 
     @property
     def events(self) -> pd.DataFrame:
@@ -173,6 +174,11 @@ class RunResult:
             out.append(Finding("anti-pattern held without faults", None, None,
                                f"anti-pattern held without faults · {sc.demonstrates}; its bug shows only under "
                                f"faults: `alarmkit explore {self.scenario}` finds the plan that breaks it"))
+        if self.unapplied:  # a fault asked for and never injected: the run says nothing about it
+            from ..runtime import summary_line
+
+            line = summary_line(len(self.sim.faults.applied()), self.unapplied)
+            out.append(Finding("fault plan not applied", None, None, f"fault plan not applied · {line}"))
         return out
 
     def __getitem__(self, key: str) -> Any:
@@ -230,12 +236,15 @@ def run_scenario(
         sim.close(complete=False)  # the run's row says it was cut short
         raise
     sim.close()
+    from ..runtime import unapplied
+
     counts = summarize(sim.events())
     return RunResult(
         scenario=name, seed=seed, profile=sim.profile.name, run_id=sim.run_id, params={**sc.params, **params},
         attempts=counts["attempts"], effects=counts["effects"], event_count=counts["events"],
         obligations=list(summary.pop("obligations", [])), horizon_ms=summary.pop("horizon_ms", None),
         grace_ms=summary.pop("grace_ms", None), summary=summary, sim=sim,
+        unapplied=unapplied(sim.faults) if hasattr(sim.faults, "applied") else {},
     )
 
 

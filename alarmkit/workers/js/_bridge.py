@@ -129,12 +129,16 @@ class JsObject(DurableObject):
     async def fetch(self, url: Any, method: str = "GET", headers: Any = None, body: str | bytes | None = None) -> Response:
         """``stub.fetch(url or Request, method=, headers=, body=)``: the object's ``fetch(request)``; a ``Response``."""
         req = url if isinstance(url, Request) else Request(url, method=method, headers=headers, body=body)
-        return _response(await self._bridge.event(self, {"t": "fetch", "iid": self._iid, "req": _request_dict(req)}))
+        value = await self._bridge.event(self, {"t": "fetch", "iid": self._iid, "req": _request_dict(req)})
+        return _response(await self.ctx._host.settled(value))  # a crash point of rpc:fetch, as a call's (_rpc_method)
 
 
 def _rpc_method(name: str) -> Callable:
     async def method(self: JsObject, *args: Any) -> Any:
-        return await self._bridge.event(self, {"t": "call", "iid": self._iid, "method": name, "args": list(args)})
+        value = await self._bridge.event(self, {"t": "call", "iid": self._iid, "method": name, "args": list(args)})
+        # the call's JS ran and its writes are applied, not yet committed: a crash point of task rpc:<name>, as a
+        # Python object's awaited storage call is (a crash here drops the writes and fails the caller)
+        return await self.ctx._host.settled(value)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"The JavaScript method {name}(...): arguments and result cross as JSON."

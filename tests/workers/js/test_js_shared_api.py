@@ -135,7 +135,8 @@ def test_explore_worker_finds_the_lost_reminder_and_not_in_the_fix(rem):
     assert broken.counterexamples[0].plan.crashes[0].object == "out"
     fixed = explore_worker(rem["ts"], rem["drive"], wrangler=rem["wrangler"], bindings={"REMINDERS": "ReminderFixed"},
                            seeds=0, depth=1, workers=1, progress=False)
-    assert fixed.counterexamples == [] and len(fixed.table) == len(broken.table) == 15  # baseline + 14 crash points (the end of each alarm() and call is one too)
+    # baseline + 21 crash points: the end of each alarm(), each incoming call or fetch's JS turn, each outbound call's awaits
+    assert fixed.counterexamples == [] and len(fixed.table) == len(broken.table) == 22
     assert "worker" not in ak.SCENARIOS
 
 
@@ -157,13 +158,13 @@ def test_the_cli_runs_and_explores_a_ts_worker(rem, tmp_path):
     assert p.returncode == 1, p.stderr  # a counterexample found: CI fails, as pytest does on a failure
     d = json.loads(p.stdout)
     assert [(c["invariant"], c["object"]) for c in d["violations"]] == [("expect", "out")]
-    assert d["runs"] == 15 and d["errors"] == []
+    assert d["runs"] == 22 and d["errors"] == []
     # --bind overrides the wrangler file's class: the fixed one holds under the same search
     p = cli("explore", "--worker", rem["ts"], "--wrangler", rem["wrangler"], "--bind", "REMINDERS=ReminderFixed",
             "--drive", rem["drive"], "--depth", "1", "--seeds", "0", "--workers", "1", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
-    assert d["violations"] == [] and d["runs"] == 15 and d["errors"] == []
+    assert d["violations"] == [] and d["runs"] == 22 and d["errors"] == []
 
 
 def test_requests_in_flight_together_and_the_workers_logs(js_host):
