@@ -230,6 +230,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return run_explore(args)
     if args.scenario is None:
         raise AlarmkitError("explore needs a scenario (a name from `alarmkit list`) or --worker ENTRY --drive FILE")
+    from .workers.command import refuse_worker_flags
+
+    refuse_worker_flags(args)  # --event-limit, --drive... with a scenario: refused, never ignored
     from .errors import PlanNotApplied
     from .explore import MAX_CRASH_RUNS, explore
     from .runtime.faults import FaultPlan
