@@ -107,6 +107,9 @@ def compare_wrangler(wrangler: str | Path, entry: str | Path | None = None) -> B
     binary, version = _wrangler_bin(pkg)
     node, esbuild = ensure()
     env = dict(os.environ, WRANGLER_SEND_METRICS="false", CI="true", NO_COLOR="1", FORCE_COLOR="0")
+    preload = str(HOST_DIR / "no-network.cjs").replace("\\", "\\\\").replace('"', '\\"')
+    # every Node process the dry run starts (a build command's npm, a child node) preloads it too
+    env["NODE_OPTIONS"] = f'{env.get("NODE_OPTIONS", "")} --require "{preload}"'.strip()
     with tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-") as out:
         cmd = [node, "-r", str(HOST_DIR / "no-network.cjs"), str(binary), "deploy", "--dry-run", "--outdir", out,
                "--config", str(Path(cfg.path).resolve())]
