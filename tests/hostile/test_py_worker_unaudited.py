@@ -150,3 +150,30 @@ class W(DurableObject):
     assert sim.call(w.env.W.getByName("a").go()) == [{"HOME": "/session"}, None, "/session", ["HOME"], 7, 42, 1, "a/b"]
     assert os.environ.get("HOME") != "/session" or "PATH" in os.environ  # the process's own is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def test_a_worker_cannot_add_an_audit_hook_to_the_process(tmp_path):
+    # a hook cannot be removed: the worker's saw every later event of alarmkit's in the process (one raising on
+    # 'open' of a journal stopped alarmkit writing it). Refused by the hook; Python drops a refusal's text for
+    # this one event (sys.addaudithook returns None), so what is asserted is that the hook never runs
+    (tmp_path / "src").mkdir()
+    entry = tmp_path / "src" / "entry.py"
+    entry.write_text('''
+import sys
+from workers import DurableObject
+SEEN = [0]
+
+def hook(event, args):
+    SEEN[0] += 1
+
+class W(DurableObject):
+    async def go(self):
+        sys.addaudithook(hook)
+        open(__file__).close()  # an audited event a hook added would see
+        return SEEN[0]
+''')
+    sim = ak.Simulation(seed=0)
+    w = sim.load_worker(entry, bindings={"W": "W"})
+    assert sim.call(w.env.W.getByName("a").go()) == 0
+    open(entry).close()
+    assert w.module.SEEN == [0]

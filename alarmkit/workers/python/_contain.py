@@ -74,8 +74,9 @@ PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_s
              "os.startfile", "os.kill", "os.killpg"}
 THREADS = {"_thread.start_new_thread"}
 # the process every object and alarmkit share: its folder (a relative --report would land elsewhere), its
-# environment, a file's extended attributes
-SHARED = {"os.chdir", "os.fchdir", "os.putenv", "os.unsetenv", "os.setxattr", "os.removexattr"}
+# environment, a file's extended attributes, its audit hooks (they cannot be removed)
+SHARED = {"os.chdir", "os.fchdir", "os.putenv", "os.unsetenv", "os.setxattr", "os.removexattr",
+          "sys.addaudithook"}  # a hook of the worker's would see (and could refuse) every later event of alarmkit's
 EVENTS = frozenset(NETWORK | FILES | PROCESSES | THREADS | SHARED)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
