@@ -165,3 +165,16 @@ def test_no_connection_leaves_the_dry_run_by_another_door(project, listener, nam
     err = run(project)
     assert got == [] and err == ("alarmkit: error: --compare-wrangler: `wrangler deploy --dry-run` failed (exit 3): "
                                  "out: ECONNREFUSED; fix what wrangler names, or leave --compare-wrangler out"), (got, err)
+
+
+@pytest.mark.parametrize("agree", [True, False])
+@pytest.mark.parametrize("refused", [0, 1, 7])
+def test_the_line_says_when_wrangler_reached_for_the_network(agree, refused):
+    # counted from the preload's stderr lines, it was only in --json: a dry run that went on without the network
+    from alarmkit.workers.js.wrangler_bundle import BundleComparison
+
+    line = BundleComparison(agree=agree, modules=2, differ=[] if agree else ["a.js"], network_refused=refused,
+                            wrangler_version="4.86.0").line()
+    said = f"wrangler tried the network {refused} time(s), refused: it ran offline"
+    assert (said in line) == bool(refused) and line.endswith((said + ")") if refused else "stand-ins (0))"), line
+    assert ("agrees" if agree else "DIFFERS") in line and "\n" not in line

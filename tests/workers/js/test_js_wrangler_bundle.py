@@ -122,3 +122,12 @@ def test_paths_with_spaces_unicode_percent_and_hash_agree(project, tmp_path_fact
     (where / "wrangler.jsonc").write_text(json.dumps(w))
     r = compare_wrangler(where / "wrangler.jsonc")
     assert r.agree and r.modules == 3, r.line()
+
+
+def test_the_dry_run_never_reaches_for_the_network_even_with_wranglers_update_cache_stale(project, tmp_path_factory,
+                                                                                         monkeypatch):
+    # wrangler's banner asks registry.npmjs.org for a newer wrangler once its cache (TMPDIR/update-check, a day)
+    # is stale: refused and counted, so network_refused was 1 or 0 by the machine's /tmp (the banner is hidden now)
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("fresh-tmp")))
+    r = compare_wrangler(project / "wrangler.jsonc")
+    assert r.agree and r.network_refused == 0, r.line()
