@@ -10,7 +10,7 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = ["esc", "clean", "fmt_ms", "Terminal", "one_line", "name_of", "text_of"]
+__all__ = ["esc", "clean", "fmt_ms", "Terminal", "one_line", "name_of", "text_of", "short_repr", "cut"]
 
 _INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e"
                         "\u2066-\u2069\ufeff]")
@@ -129,3 +129,20 @@ def one_line(text: str) -> str:
 
     return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else
                    (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") for c in text)
+
+
+def cut(text: str, limit: int = 300) -> str:
+    """``text`` kept to ``limit`` characters: its start and its end, ``...`` between."""
+    return text if len(text) <= limit else text[: limit - 43] + "..." + text[-40:]
+
+
+def short_repr(value: Any, limit: int = 300) -> str:
+    """``repr(value)`` cut to ``limit`` (``cut``); a value whose repr fails or is too long to make (an int
+    of thousands of digits, a repr that raises) said by its class."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"<an int of {value.bit_length():,} bits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a user's object: its __repr__ may raise anything
+        return f"<an object of class {type(value).__name__}>"
+    return cut(text if type(text) is str else "?", limit)

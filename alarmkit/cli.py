@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ._signals import CtrlC
 from .errors import AlarmkitError, InternalError
-from ._text import Terminal as _Terminal, one_line
+from ._text import Terminal as _Terminal, cut, one_line, short_repr
 
 __all__ = ["main", "build_parser"]
 
@@ -230,6 +230,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return run_explore(args)
     if args.scenario is None:
         raise AlarmkitError("explore needs a scenario (a name from `alarmkit list`) or --worker ENTRY --drive FILE")
+    from .workers.command import refuse_worker_flags
+
+    refuse_worker_flags(args)  # --event-limit, --drive... with a scenario: refused, never ignored
     from .errors import PlanNotApplied
     from .explore import MAX_CRASH_RUNS, explore
     from .runtime.faults import FaultPlan
@@ -365,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"alarmkit: error: {one_line(str(err))}", file=sys.stderr)
         return 2
     except SystemExit as err:  # alarmkit's commands never raise it past here: the code it ran called sys.exit()
-        print(f"alarmkit: error: {_stopped_by_code(args.command, err, f'sys.exit({err.code!r})')}", file=sys.stderr)
+        print(f"alarmkit: error: {_stopped_by_code(args.command, err, f'sys.exit({short_repr(err.code)})')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # one line, the shell's code for SIGINT
         if ctrl_c.said_by_code(err):  # no SIGINT arrived: the code it ran raised KeyboardInterrupt itself
@@ -409,7 +412,9 @@ def _print_notes(args: argparse.Namespace, code: int) -> None:
 def _stopped_by_code(command: str, err: BaseException, what: str) -> str:
     """The message for a run a user's code stopped (``sys.exit()``, ``raise KeyboardInterrupt``): never a
     success, never mistaken for Ctrl-C. The runtime's note says which object and when."""
-    where = "; ".join(getattr(err, "__notes__", ()))
+    notes = [n for n in getattr(err, "__notes__", ()) if type(n) is str]  # the runtime's whole, the code's own cut
+    theirs = "; ".join(n for n in notes if not n.startswith("raised in the simulated code of"))
+    where = "; ".join([n for n in notes if n.startswith("raised in the simulated code of")] + [cut(theirs)] * bool(theirs))
     kept = ("the worker was not loaded, nothing ran" if "(at import" in where else
             "outside any Durable Object, e.g. in the worker's entrypoint; what ran before is kept"
             if "outside any Durable Object" in where else

@@ -66,8 +66,12 @@ def _make_again(p, size: int, read_only: bool) -> None:
             fcntl.lockf(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             return  # another process holds it: DuckDB names the holder
-        if os.fstat(f.fileno()).st_size == size and os.path.samestat(os.fstat(f.fileno()), os.stat(p)):
-            os.unlink(p)
+        real = os.path.realpath(p)  # a symlink is the user's: the file it names is made again, through it
+        try:
+            if os.fstat(f.fileno()).st_size == size and os.path.samestat(os.fstat(f.fileno()), os.stat(real)):
+                os.unlink(real)
+        except FileNotFoundError:
+            return  # another process made it again first: DuckDB opens (or names the holder of) its file
 
 
 def check_duckdb_file(p, read_only: bool | None = None) -> None:

@@ -9,6 +9,9 @@ import json
 import os
 from typing import Any
 
+import pyarrow as pa
+
+from ._frames import _ARROW, _insert_into
 from ._spill import read_spill
 from ..errors import AlarmkitError
 from . import EVENT_COLUMNS, Journal
@@ -51,13 +54,11 @@ def recover(spill: str | os.PathLike, db: str | os.PathLike) -> dict[str, Any]:
                                         f"it was written for ({head.get('journal')})")
             new, skipped = _unheld(con, rows, db, head)
             try:
-                if new:  # into the journal's own table: event_rows (rendered rows, packed = false) or events
-                    cols, extra = list(EVENT_COLUMNS), []
-                    if table != "events":
-                        cols, extra = [*cols, "packed"], [False]
-                    con.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                                    [[*r, *extra] for r in new])
-            except Exception as err:  # noqa: BLE001 - DuckDB's conversion errors have many classes
+                if new:  # into the journal's own table (event_rows, packed = false; or events) as one Arrow
+                    # insert, as the journal writes a batch: executemany took 75 s for 20,000 events
+                    _insert_into(con.from_arrow(pa.Table.from_arrays(
+                        [pa.array(list(c), f.type) for c, f in zip(zip(*new), _ARROW)], schema=_ARROW)), table)
+            except Exception as err:  # noqa: BLE001 - DuckDB's and Arrow's conversion errors have many classes
                 raise AlarmkitError(f"the spill's events do not fit the journal ({type(err).__name__}: "
                                     f"{str(err).splitlines()[0][:200]}); the value that failed the first write is "
                                     "still in it: the file is kept, nothing was written") from None

@@ -25,7 +25,7 @@ from .._text import clean as _clean
 from ..errors import AlarmkitError, WorkerError
 from ..kernel import EVENT_LIMIT, MAX_WALL_S, WALL_LIMIT_S
 
-__all__ = ["add_arguments", "add_explore_arguments", "run_command", "run_explore", "clean"]
+__all__ = ["add_arguments", "add_explore_arguments", "run_command", "run_explore", "clean", "refuse_worker_flags"]
 
 def clean(text: Any, limit: int = 300) -> str:
     """``text`` for a terminal (``alarmkit._text.clean``), at most ``limit`` characters."""
@@ -49,6 +49,21 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help=f"journal events one run of the drive may add before it stops (default {EVENT_LIMIT:,}; 0: no limit)")
     p.add_argument("--wall-limit", type=_wall_limit, default=WALL_LIMIT_S, metavar="S",
                    help=f"wall-clock seconds one step of a Python Worker's code may run (default {WALL_LIMIT_S:g}; 0: no limit)")
+
+
+_WORKER_ONLY = {"drive": None, "wrangler": None, "bind": [], "compat": None, "event_limit": EVENT_LIMIT,
+                "wall_limit": WALL_LIMIT_S, "invariant": None}
+
+
+def refuse_worker_flags(args: argparse.Namespace) -> None:
+    """``explore SCENARIO`` with a flag that only ``explore --worker`` reads: refused by name, not ignored
+    (``--event-limit 1`` ran the whole exploration and exited 0)."""
+    given = [k for k, default in _WORKER_ONLY.items() if getattr(args, k, default) != default]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise AlarmkitError(f"explore {clean(args.scenario, 60)}: {flags} only work{'s' * (len(given) == 1)} with --worker ENTRY --drive FILE "
+                            "(a built-in scenario has its own drive, limits and invariants); drop them, or explore "
+                            "your worker: alarmkit explore --worker ENTRY --drive FILE")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WorkerError
+from ._dotenv import expand_dotenv, parse_dotenv
 
 __all__ = ["WranglerConfig", "read_wrangler", "read_dev_vars", "OTHER_BINDINGS"]
 
@@ -170,38 +171,15 @@ def _read_config(p: Path, what: str) -> str:
 
 
 def read_dev_vars(folder: str | Path) -> dict[str, str]:
-    """``.dev.vars`` in ``folder``; when there is none, ``.env`` and then ``.env.local`` (its names win), as
-    wrangler reads them; none of them: ``{}``. ``NAME=value`` lines, ``#`` comments, an optional
-    ``export``, values in single quotes (as written) or double quotes (``\\n`` is a newline), never
-    evaluated. ``WorkerError`` naming the line that is not ``NAME=value``."""
+    """``.dev.vars`` in ``folder``; when there is none, ``.env`` and then ``.env.local`` (its names win),
+    expanded (``$NAME``), as wrangler reads them; none of them: ``{}``. The syntax (``_dotenv``): ``NAME=value``
+    lines, ``#`` comments, an optional ``export``, quoted values (``"``: ``\\n`` is a newline) that may run
+    over lines, never evaluated. ``WorkerError`` naming the line that is not ``NAME=value``."""
     here = Path(folder)
     if (here / ".dev.vars").is_file():
-        return _dotenv(here / ".dev.vars")
+        return parse_dotenv(here / ".dev.vars", _read_config(here / ".dev.vars", "a .dev.vars file"))
     out: dict[str, str] = {}
     for name in (".env", ".env.local"):
         if (here / name).is_file():
-            out.update(_dotenv(here / name))
-    return out
-
-
-def _dotenv(p: Path) -> dict[str, str]:
-    text = _read_config(p, f"a {p.name} file")
-    out: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[7:].lstrip()
-        name, sep, value = line.partition("=")
-        name, value = name.strip(), value.strip()
-        if not sep or not name.isidentifier():
-            raise WorkerError(f"{p}, line {n}: expected NAME=value (NAME an identifier), got {line!r:.60}")
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            quote, value = value[0], value[1:-1]
-            if quote == '"':
-                value = value.replace("\\n", "\n")
-        else:
-            value = value.split(" #", 1)[0].rstrip()
-        out[name] = value
-    return out
+            out.update(parse_dotenv(here / name, _read_config(here / name, f"a {name} file")))
+    return expand_dotenv(out)

@@ -58,6 +58,11 @@ ODD = {  # the worker's code -> the call the one line names
     "interrupt_opaque_note": ("e = KeyboardInterrupt('x')\n    e.__notes__ = [Opaque()]\n    raise e",
                               "raise KeyboardInterrupt"),
     "interrupt_notes_not_a_list": ("e = KeyboardInterrupt('x')\n    e.__notes__ = 5\n    raise e", "raise KeyboardInterrupt"),
+    # hostile pass: a code too big to print (its repr raised ValueError past 4,300 digits: a traceback), one of a
+    # megabyte and a megabyte of notes (a megabyte-long line)
+    "exit_huge_int": ("raise SystemExit(10 ** 5000)", "sys.exit(<an int of 16,610 bits>)"),
+    "exit_long_text": ("raise SystemExit('x' * 10 ** 6)", "sys.exit('" + "x" * 256 + "..." + "x" * 39 + "')"),
+    "exit_long_notes": ("e = SystemExit(3)\n    e.__notes__ = ['n' * 1000] * 1000\n    raise e", "sys.exit(3)"),
 }
 PLACES = ["top", "ctor", "rpc", "alarm"]
 
@@ -75,4 +80,5 @@ def test_an_unreadable_interrupt_or_exit_of_the_worker_is_one_line(tmp_path, cap
     out, err = capsys.readouterr()
     assert rc == 2 and out == "" and len(err.splitlines()) == 1, (rc, out, err)
     assert err.startswith(f"alarmkit: error: worker: the code it ran called {call} (raised in the simulated code of ")
-    assert "Ctrl-C" not in err and "Traceback" not in err
+    assert "Ctrl-C" not in err and "Traceback" not in err and len(err) < 1_000
+    assert ("the worker was not loaded, nothing ran" in err) == (place == "top"), err  # its own notes change nothing

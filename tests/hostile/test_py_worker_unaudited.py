@@ -43,6 +43,25 @@ CASES = {  # the worker's code (TARGET: a file in the test's folder) -> the refu
                       "duckdb.execute(\"COPY (SELECT 1) TO '{t}'\")", DUCK_WHY),
     "environ_set": ("import os\n        os.environ['ALARMKIT_UNAUDITED'] = TARGET", "os.putenv('ALARMKIT_UNAUDITED', '{t}')",
                     "it changes the process every object and alarmkit share"),
+    # found by the hostile pass: other doors to the same sqlite3, a file name the checks misread, a process end
+    "sqlite_dbapi2": ("from sqlite3 import dbapi2\n        dbapi2.connect(':memory:').execute(f\"ATTACH '{TARGET}' AS a\")",
+                      "sqlite3.Cursor.execute(\"ATTACH '{t}' AS a\")", "it writes the file '{t}' " + ATTACH_WHY),
+    "sqlite_dbapi2_import": ("import sqlite3.dbapi2 as d\n        d.connect(':memory:').execute(f\"ATTACH '{TARGET}' AS a\")",
+                             "sqlite3.Cursor.execute(\"ATTACH '{t}' AS a\")", "it writes the file '{t}' " + ATTACH_WHY),
+    "sqlite_class": ("import sqlite3\n        sqlite3.Connection(':memory:').execute(f\"ATTACH '{TARGET}' AS a\")",
+                     "sqlite3.Cursor.execute(\"ATTACH '{t}' AS a\")", "it writes the file '{t}' " + ATTACH_WHY),
+    "sqlite_class_file": ("import sqlite3\n        sqlite3.Connection(TARGET)", "sqlite3.connect('{t}')", FILE_WHY),
+    "sqlite_not_a_uri": ("import sqlite3\n        sqlite3.connect(TARGET + '?mode=memory')",
+                         "sqlite3.connect('{t}?mode=memory')", FILE_WHY),
+    "sqlite_uri_other_mode": ("import sqlite3\n        sqlite3.connect(f'file:{TARGET}?mode=rwc&x=mode=memory', uri=True)",
+                              "sqlite3.connect('file:{t}?mode=rwc&x=mode=memory')", FILE_WHY),
+    "sqlite_attach_param": ("import sqlite3\n        sqlite3.connect('').execute('ATTACH ? AS a', (TARGET,))",
+                            "sqlite3.Cursor.execute('ATTACH ? AS a')",
+                            "it writes a file whose name is a parameter or an expression " + ATTACH_WHY),
+    "os_exit": ("import os\n        os._exit(0)", "os._exit(0)", "it ends at once the process every object and alarmkit "
+                "share: the journal unwritten, the run unreported, its exit code taken for the run's"),
+    "umask": ("import os\n        os.umask(0o022)", "os.umask(18)", "it changes the process every object and alarmkit "
+              "share (the mode of every file alarmkit writes after it)"),
 }
 PLACES = ["rpc", "alarm", "top"]
 
@@ -116,6 +135,12 @@ class W(DurableObject):
         c.execute("CREATE TABLE m.t (x)")
         c.execute("INSERT INTO m.t VALUES (7)")
         d = duckdb.connect()
+        u = sqlite3.connect("file::memory:?cache=shared", uri=True)  # URIs in memory stay in
+        u.execute("ATTACH 'file:m2?mode=memory' AS m2")
+        u.execute("CREATE TABLE m2.t (x)")
+        class Mine(sqlite3.Connection):
+            pass
+        assert type(sqlite3.connect(":memory:", factory=Mine)) is Mine  # a factory of its own stays its own
         return [dict(os.environ), os.getenv("PATH"), os.environ.get("HOME"), sorted(os.environ),
                 c.execute("SELECT x FROM m.t").fetchone()[0], duckdb.sql("SELECT 40 + 2").fetchall()[0][0],
                 d.execute("SELECT 1").fetchone()[0], os.path.join("a", "b")]
@@ -125,3 +150,30 @@ class W(DurableObject):
     assert sim.call(w.env.W.getByName("a").go()) == [{"HOME": "/session"}, None, "/session", ["HOME"], 7, 42, 1, "a/b"]
     assert os.environ.get("HOME") != "/session" or "PATH" in os.environ  # the process's own is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def test_a_worker_cannot_add_an_audit_hook_to_the_process(tmp_path):
+    # a hook cannot be removed: the worker's saw every later event of alarmkit's in the process (one raising on
+    # 'open' of a journal stopped alarmkit writing it). Refused by the hook; Python drops a refusal's text for
+    # this one event (sys.addaudithook returns None), so what is asserted is that the hook never runs
+    (tmp_path / "src").mkdir()
+    entry = tmp_path / "src" / "entry.py"
+    entry.write_text('''
+import sys
+from workers import DurableObject
+SEEN = [0]
+
+def hook(event, args):
+    SEEN[0] += 1
+
+class W(DurableObject):
+    async def go(self):
+        sys.addaudithook(hook)
+        open(__file__).close()  # an audited event a hook added would see
+        return SEEN[0]
+''')
+    sim = ak.Simulation(seed=0)
+    w = sim.load_worker(entry, bindings={"W": "W"})
+    assert sim.call(w.env.W.getByName("a").go()) == 0
+    open(entry).close()
+    assert w.module.SEEN == [0]

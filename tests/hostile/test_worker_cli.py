@@ -179,6 +179,10 @@ def test_a_drive_expectation_that_fails_exits_1_and_says_which(project, capsys):
     (["explore", "--worker", "{w}", "--drive", "{bad}", "--bind", "BOX=Box"], "has no method 'sned'"),
     (["explore", "--worker", "{w}"], "needs --drive"),
     (["explore", "lease-normal", "--worker", "{w}", "--drive", "{d}"], "not both"),
+    # a flag only explore --worker reads, given with a scenario: it was ignored (--event-limit 1: exit 0, every run)
+    *[(["explore", "lease-normal", *flag], f"explore lease-normal: {flag[0]} only works with --worker ENTRY --drive FILE")
+      for flag in (["--event-limit", "1"], ["--event-limit", "0"], ["--wall-limit", "2"], ["--invariant", "expect"],
+                   ["--drive", "{d}"], ["--bind", "BOX=Box"], ["--compat", "2026-01-01"], ["--wrangler", "{d}"])],
     (["explore", "--worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--invariant", "nope", "--workers", "1"],
      "unknown invariant 'nope'"),
 ])

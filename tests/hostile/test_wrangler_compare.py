@@ -107,3 +107,74 @@ def test_a_wrangler_package_without_a_program(project):
     err = run(project)
     assert err == (f"alarmkit: error: --compare-wrangler: {pkg / 'package.json'} names no wrangler program (its bin); "
                    "reinstall wrangler (npm install -D wrangler), or leave --compare-wrangler out")
+
+
+@pytest.fixture
+def listener():
+    """A TCP and a UDP socket on 127.0.0.1 that count what reaches them (a connection, a datagram)."""
+    import socket
+    import threading
+
+    tcp, udp = socket.socket(), socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    udp.bind(("127.0.0.1", 0))
+    got: list[str] = []
+
+    def serve(sock, kind):
+        while True:
+            try:
+                conn = sock.accept()[0] if kind == "tcp" else sock.recvfrom(65535)
+            except OSError:
+                return
+            got.append(kind)
+            if kind == "tcp":
+                conn.close()
+
+    for sock, kind in ((tcp, "tcp"), (udp, "udp")):
+        threading.Thread(target=serve, args=(sock, kind), daemon=True).start()
+    yield tcp.getsockname()[1], udp.getsockname()[1], got
+    tcp.close()
+    udp.close()
+
+
+REPORT = ".on('connect', () => process.exit(5)).on('error', (e) => { console.error('out: ' + e.code); process.exit(3); })"
+LEAKS = {  # what the stand-in tries (TCP: port @T@, UDP: port @U@); each ends "out: ECONNREFUSED" (exit 3)
+    "child_node": "const r = require('child_process').spawnSync(process.execPath, ['-e', \"require('net').connect(@T@, "
+                  "'127.0.0.1')" + REPORT.replace("'", "\\'") + "\"], {stdio: 'inherit'}); process.exit(r.status);",
+    "child_shell_node": "const r = require('child_process').spawnSync('sh', ['-c', 'node -e \"require(\\'net\\').connect(@T@, "
+                        "\\'127.0.0.1\\')" + REPORT.replace("'", "\\'").replace('"', '\\"') + "\"'], {stdio: 'inherit'}); "
+                        "process.exit(r.status);",
+    "udp": "require('dgram').createSocket('udp4').send('x', @U@, '127.0.0.1', (e) => { console.error('out: ' + (e && "
+           "e.code)); process.exit(e ? 3 : 5); });",
+    "dns_server": "const dns = require('dns'); dns.setServers(['127.0.0.1:@U@']); dns.resolve4('example.com', (e) => { "
+                  "console.error('out: ' + (e && e.code)); process.exit(e && e.code === 'ECONNREFUSED' ? 3 : 5); });",
+    "dns_lookup": "require('dns').lookup('localhost', (e) => { console.error('out: ' + (e && e.code)); "
+                  "process.exit(e ? 3 : 5); });",
+    "worker_thread": "new (require('worker_threads').Worker)(\"require('net').connect(@T@, '127.0.0.1')" +
+                     REPORT.replace("'", "\\'").replace("process.exit", "process.exit") + "\", { eval: true })"
+                     ".on('exit', (c) => process.exit(c));",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEAKS))
+def test_no_connection_leaves_the_dry_run_by_another_door(project, listener, name):
+    # a child Node process (not preloaded by `node -r`), UDP and DNS (not net.Socket) went out; now refused
+    tcp, udp, got = listener
+    fake_wrangler(project, LEAKS[name].replace("@T@", str(tcp)).replace("@U@", str(udp)))
+    err = run(project)
+    assert got == [] and err == ("alarmkit: error: --compare-wrangler: `wrangler deploy --dry-run` failed (exit 3): "
+                                 "out: ECONNREFUSED; fix what wrangler names, or leave --compare-wrangler out"), (got, err)
+
+
+@pytest.mark.parametrize("agree", [True, False])
+@pytest.mark.parametrize("refused", [0, 1, 7])
+def test_the_line_says_when_wrangler_reached_for_the_network(agree, refused):
+    # counted from the preload's stderr lines, it was only in --json: a dry run that went on without the network
+    from alarmkit.workers.js.wrangler_bundle import BundleComparison
+
+    line = BundleComparison(agree=agree, modules=2, differ=[] if agree else ["a.js"], network_refused=refused,
+                            wrangler_version="4.86.0").line()
+    said = f"wrangler tried the network {refused} time(s), refused: it ran offline"
+    assert (said in line) == bool(refused) and line.endswith((said + ")") if refused else "stand-ins (0))"), line
+    assert ("agrees" if agree else "DIFFERS") in line and "\n" not in line

@@ -49,6 +49,8 @@ class BundleComparison:
         head = f"wrangler {self.wrangler_version} bundle"
         skipped = (f"not compared: wrangler's own polyfills ({self.shims.get('wrangler', 0)} modules) and alarmkit's "
                    f"stand-ins ({self.shims.get('ours', 0)})")
+        if self.network_refused:  # the dry run reached for the network and went on without it: said
+            skipped += f"; wrangler tried the network {self.network_refused} time(s), refused: it ran offline"
         if self.agree:
             return f"{head}: agrees with alarmkit's ({self.modules} modules, same text; {skipped})"
         parts = [f"only in wrangler's: {', '.join(self.only_wrangler)}" if self.only_wrangler else "",
@@ -106,7 +108,13 @@ def compare_wrangler(wrangler: str | Path, entry: str | Path | None = None) -> B
                           f"`npm install -D wrangler` there, {WAY_OUT}")
     binary, version = _wrangler_bin(pkg)
     node, esbuild = ensure()
-    env = dict(os.environ, WRANGLER_SEND_METRICS="false", CI="true", NO_COLOR="1", FORCE_COLOR="0")
+    # no banner: wrangler's banner checks npm for a newer wrangler (registry.npmjs.org) once its day-long cache
+    # in the temporary folder is stale, and the refusal was counted as the dry run reaching for the network
+    env = dict(os.environ, WRANGLER_SEND_METRICS="false", CI="true", NO_COLOR="1", FORCE_COLOR="0",
+               WRANGLER_HIDE_BANNER="true")
+    preload = str(HOST_DIR / "no-network.cjs").replace("\\", "\\\\").replace('"', '\\"')
+    # every Node process the dry run starts (a build command's npm, a child node) preloads it too
+    env["NODE_OPTIONS"] = f'{env.get("NODE_OPTIONS", "")} --require "{preload}"'.strip()
     with tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-") as out:
         cmd = [node, "-r", str(HOST_DIR / "no-network.cjs"), str(binary), "deploy", "--dry-run", "--outdir", out,
                "--config", str(Path(cfg.path).resolve())]

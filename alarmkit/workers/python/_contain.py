@@ -39,7 +39,8 @@ from typing import Any, Callable
 
 from ...errors import WorkerUnsupported
 
-__all__ = ["install", "register_file", "gate", "ensure_watchdog", "WallClockLimit", "owner_frame", "STATE"]
+__all__ = ["install", "register_file", "gate", "ensure_watchdog", "WallClockLimit", "owner_frame", "STATE",
+           "sqlite_in_memory"]
 
 _ALARMKIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _LIBS = tuple(sorted({os.path.join(p, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -73,8 +74,9 @@ PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_s
              "os.startfile", "os.kill", "os.killpg"}
 THREADS = {"_thread.start_new_thread"}
 # the process every object and alarmkit share: its folder (a relative --report would land elsewhere), its
-# environment, a file's extended attributes
-SHARED = {"os.chdir", "os.fchdir", "os.putenv", "os.unsetenv", "os.setxattr", "os.removexattr"}
+# environment, a file's extended attributes, its audit hooks (they cannot be removed)
+SHARED = {"os.chdir", "os.fchdir", "os.putenv", "os.unsetenv", "os.setxattr", "os.removexattr",
+          "sys.addaudithook"}  # a hook of the worker's would see (and could refuse) every later event of alarmkit's
 EVENTS = frozenset(NETWORK | FILES | PROCESSES | THREADS | SHARED)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -116,8 +118,37 @@ def _writes(event: str, args: tuple) -> bool:
             return isinstance(mode, str) and any(c in mode for c in "wax+")
         return bool((flags or 0) & _WRITE_FLAGS)
     if event == "sqlite3.connect":
-        return bool(args) and str(args[0]) not in (":memory:", "") and "mode=memory" not in str(args[0])
+        return not (args and sqlite_in_memory(args[0], _SQLITE_URI))
     return True
+
+
+def _sqlite_uri_on() -> bool:
+    import sqlite3
+    con = sqlite3.connect(":memory:")
+    try:
+        return any(row[0] == "USE_URI" or row[0] == "USE_URI=1" for row in con.execute("PRAGMA compile_options"))
+    finally:
+        con.close()
+
+
+_SQLITE_URI = _sqlite_uri_on()  # this SQLite reads a 'file:' name as a URI in every connection
+
+
+def sqlite_in_memory(name: Any, uri: bool) -> bool:
+    """Whether SQLite opens ``name`` (a ``connect`` or an ``ATTACH``; ``uri``: 'file:' names are URIs)
+    in memory, no file made: ``:memory:``, ``""`` or a 'file:' URI whose every ``mode`` is ``memory`` (SQLite
+    takes the last one) or whose path is ``:memory:``. Anything else, a name not known (an ``ATTACH ?``,
+    bytes) included, is taken for a file."""
+    from urllib.parse import unquote
+    if type(name) is not str:
+        return False
+    if name in (":memory:", ""):
+        return True
+    if not (uri and name.startswith("file:")):
+        return False  # 'data.db?mode=memory' is a file of that name
+    path, _, query = name[5:].split("#", 1)[0].partition("?")
+    modes = [unquote(v) for k, _, v in (p.partition("=") for p in query.split("&")) if unquote(k) == "mode"]
+    return all(m == "memory" for m in modes) and (bool(modes) or unquote(path) == ":memory:")
 
 
 def _shown(args: tuple) -> str:

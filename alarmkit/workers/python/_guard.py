@@ -27,7 +27,7 @@ from ._contain import STATE, WallClockLimit, _FILES, ensure_watchdog
 from ._noloop import enter as no_loop, leave as leave_loop
 
 __all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task",
-           "ordinary", "passable", "name_of", "text_of", "NOTE"]
+           "ordinary", "passable", "name_of", "text_of", "NOTE", "noted"]
 
 MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
 NOTE = "raised in the simulated code of"  # as the runtime notes an interruption (alarmkit.cli tells it from Ctrl-C)
@@ -68,13 +68,19 @@ def passable(err: BaseException) -> BaseException:
     return new
 
 
+def noted(err: BaseException) -> bool:
+    """``err`` (``passable``: its notes a list of text) carries alarmkit's note of where it was raised; the
+    code's own notes do not stand for it (the command reads what ran from it)."""
+    return any(n.startswith(NOTE) for n in getattr(err, "__notes__", ()))
+
+
 def _failure(err: BaseException, what: str, ctx: Any = None) -> BaseException | None:
     """What stands for ``err``, raised from a worker's handler: a ``WorkerFailure`` naming it, a plain
     ``passable`` stand-in, or None when ``err`` passes as it is (a ``KeyboardInterrupt`` raised outside any
     object is noted as the worker's own, as the runtime notes one raised in an object: not a Ctrl-C)."""
     if isinstance(err, _PASS):
         new = passable(err)
-        if ctx is None and isinstance(new, KeyboardInterrupt) and not getattr(new, "__notes__", None):
+        if ctx is None and isinstance(new, KeyboardInterrupt) and not noted(new):
             new.add_note(f"{NOTE} the worker's {what}, outside any Durable Object")  # its own: not a Ctrl-C
         return None if new is err else new
     if not isinstance(err, Exception):

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import WorkerError
 from ._contain import WallClockLimit, register_file
-from ._guard import NOTE, name_of, passable, text_of
+from ._guard import NOTE, name_of, noted, passable, text_of
 from ._unaudited import REAL_SUBMODULES
 
 __all__ = ["Isolated"]
@@ -85,7 +85,7 @@ class Isolated:
         except (KeyboardInterrupt, SystemExit) as err:  # the module's own (or a Ctrl-C): raised on, said where
             self.modules.pop(name, None)
             new = passable(err)  # a class of its own the command could not read: a plain one
-            if not getattr(new, "__notes__", None):
+            if not noted(new):
                 new.add_note(f"{NOTE} the worker module {path} (at import, line {_line(err, path)})")
             if new is err:
                 raise

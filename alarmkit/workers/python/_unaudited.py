@@ -2,13 +2,17 @@
 not see it), closed in the worker's own modules: the ``os``, ``atexit``, ``sqlite3`` and ``duckdb`` its
 code imports are made for it (``shims``, beside ``_modules``' clock shims; nothing global is patched).
 
-- ``os.mkfifo`` and ``os.mknod`` make a file and are not audited: refused by name.
+- ``os.mkfifo`` and ``os.mknod`` make a file and are not audited: refused by name; so are ``os._exit`` (the
+  process would end, its journal unwritten, with the worker's exit code taken for the run's) and
+  ``os.umask`` (the mode of every file alarmkit writes after it).
 - ``os.environ`` (and ``os.getenv``, ``os.environb``) holds ``HOME=/session`` only, not the machine's
   environment; changing it is refused as ``os.putenv``/``os.unsetenv`` are (the hook's ``SHARED`` text).
 - ``atexit.register`` would run the worker's code after the simulation, outside its clock: refused.
-- ``sqlite3.connect`` to a file is refused here (the hook's ``sqlite3.connect`` event is raised inside this
+- ``sqlite3.connect`` to a file (also ``sqlite3.Connection(...)``, ``sqlite3.dbapi2``; a 'file:' URI is in
+  memory only when its every ``mode`` is ``memory``: ``_contain.sqlite_in_memory``) is refused here (the hook's ``sqlite3.connect`` event is raised inside this
   module, which the hook counts as alarmkit's); an in-memory connection gets an authorizer that refuses
-  ``ATTACH`` of a file and ``VACUUM INTO`` (SQLite authorizes both as ``SQLITE_ATTACH`` of the file name),
+  ``ATTACH`` of a file and ``VACUUM INTO`` (SQLite authorizes both as ``SQLITE_ATTACH`` of the file name; a name
+  given as a parameter or an expression, which the authorizer cannot read, is refused too),
   and a statement it refused is a ``WorkerUnsupported`` naming the statement.
 - ``duckdb.connect(path)`` to a file is refused; an in-memory one (and ``duckdb.sql``, ``duckdb.execute``...
   at module level, which use one in-memory connection of the worker's) runs with
@@ -29,7 +33,7 @@ from collections.abc import MutableMapping
 from typing import Any, Iterator
 
 from ...errors import WorkerUnsupported
-from ._contain import _writes, owner_frame, refusal
+from ._contain import _SQLITE_URI, owner_frame, refusal, sqlite_in_memory
 
 __all__ = ["make_unaudited", "SESSION_ENV", "REAL_SUBMODULES"]
 
@@ -104,8 +108,17 @@ def _os_module() -> types.ModuleType:
     def mknod(path: Any, *args: Any, **kwargs: Any) -> None:
         raise _refuse("os.mknod", (path, *args))
 
+    def _exit(status: Any, *args: Any) -> None:
+        raise _refuse("os._exit", (status,), "it ends at once the process every object and alarmkit share: the "
+                      "journal unwritten, the run unreported, its exit code taken for the run's; raise an exception "
+                      "(or return) from the handler")
+
+    def umask(mask: Any, *args: Any) -> None:
+        raise _refuse("os.umask", (mask,), "it changes the process every object and alarmkit share (the mode of "
+                      "every file alarmkit writes after it), outside the simulation; leave it as it is")
+
     mod.__dict__.update(environ=environ, environb=environb, getenv=getenv, getenvb=getenvb, mkfifo=mkfifo,
-                        mknod=mknod)
+                        mknod=mknod, _exit=_exit, umask=umask)
     return mod
 
 
@@ -124,17 +137,18 @@ def _atexit_module() -> types.ModuleType:
 
 
 # -- sqlite3 --------------------------------------------------------------------------------------------
-def _memory(name: Any) -> bool:
-    return not _writes("sqlite3.connect", (name,))
+def _uri(args: tuple, kwargs: dict) -> bool:
+    """Whether a ``connect``'s 'file:' names are URIs (its ``uri``, the 7th argument after the name)."""
+    return _SQLITE_URI or bool(kwargs.get("uri", args[6] if len(args) > 6 else False))
 
 
 _FILE_WHY = ("a file written outside the simulation, which alarmkit does not do; keep the data in ctx.storage "
              "(kv, sql), or bind a fake of the store (load_worker(..., bindings={'FILES': my_fake}))")
 
 
-def _authorizer(refused: list) -> Any:
+def _authorizer(refused: list, uri: bool) -> Any:
     def authorize(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
-        if action == _sqlite3.SQLITE_ATTACH and not _memory(arg1 or ""):
+        if action == _sqlite3.SQLITE_ATTACH and not sqlite_in_memory(arg1, uri):  # None: `ATTACH ?`, an expression
             refused.append(arg1)
             return _sqlite3.SQLITE_DENY
         return _sqlite3.SQLITE_OK
@@ -150,7 +164,8 @@ def _checked(conn: Any, call: str, run: Any, sql: Any, *args: Any) -> Any:
         if not conn._refused:
             raise
         file = conn._refused[0]
-        raise _refuse(call, (sql,), f"it writes the file {file!r} outside the simulation (ATTACH of a file, VACUUM "
+        file = f"the file {file!r}" if file is not None else "a file whose name is a parameter or an expression"
+        raise _refuse(call, (sql,), f"it writes {file} outside the simulation (ATTACH of a file, VACUUM "
                       "INTO), which alarmkit does not do; attach ':memory:', or keep the data in ctx.storage.sql") \
             from None
 
@@ -167,12 +182,16 @@ class _Cursor(_sqlite3.Cursor):
 
 
 class _Connection(_sqlite3.Connection):
-    """An in-memory connection of the worker's: our authorizer stays in front of any it sets."""
+    """An in-memory connection of the worker's (``sqlite3.connect``, or ``sqlite3.Connection`` called or
+    subclassed): our authorizer stays in front of any it sets."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        database = args[0] if args else kwargs.get("database")
+        if not sqlite_in_memory(database, _uri(args, kwargs)):
+            raise _refuse("sqlite3.connect", (database,))
         super().__init__(*args, **kwargs)
         self._refused: list = []
-        self._ours = _authorizer(self._refused)
+        self._ours = _authorizer(self._refused, _uri(args, kwargs))
         super().set_authorizer(self._ours)
 
     def set_authorizer(self, callback: Any) -> None:
@@ -204,12 +223,14 @@ def _sqlite3_module() -> types.ModuleType:
     mod.__dict__.update({k: v for k, v in vars(_sqlite3).items() if not k.startswith("__")})
 
     def connect(database: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _memory(database):
+        if not sqlite_in_memory(database, _uri((database, *args), kwargs)):
             raise _refuse("sqlite3.connect", (database,))
-        kwargs["factory"] = _Connection
+        factory = kwargs.get("factory")
+        if not (isinstance(factory, type) and issubclass(factory, _Connection)):  # a subclass of its own stays
+            kwargs["factory"] = _Connection
         return _sqlite3.connect(database, *args, **kwargs)
 
-    mod.connect = connect
+    mod.connect, mod.Connection, mod.dbapi2 = connect, _Connection, mod  # `from sqlite3 import dbapi2`: this one
     return mod
 
 
@@ -289,7 +310,9 @@ def _duckdb_module() -> types.ModuleType | None:
 def make_unaudited() -> dict[str, types.ModuleType]:
     """The worker's ``os`` (and ``os.path``), ``atexit``, ``sqlite3`` and, when installed, ``duckdb``."""
     os_mod = _os_module()
-    shims = {"os": os_mod, "os.path": _os.path, "atexit": _atexit_module(), "sqlite3": _sqlite3_module()}
+    sqlite3 = _sqlite3_module()
+    shims = {"os": os_mod, "os.path": _os.path, "atexit": _atexit_module(), "sqlite3": sqlite3,
+             "sqlite3.dbapi2": sqlite3}
     duck = _duckdb_module()
     if duck is not None:
         shims["duckdb"] = duck

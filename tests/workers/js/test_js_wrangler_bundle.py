@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -107,3 +108,26 @@ def test_the_command_prints_the_comparison_beside_the_run(project):
     assert s["outcomes"][0]["body"] == "workerd/aliased"  # what the run bundled is what was compared
     assert s["expect_failures"] == [] and s["expectations"] == 2  # the define's 2500 ms + 1 ms measured fire latency (seed 0)
     assert s["final_alarms"] == {"a": None}
+
+
+def test_paths_with_spaces_unicode_percent_and_hash_agree(project, tmp_path_factory):
+    # wrangler's source map names its sources as URLs (ï as %C3%AF, % as %25, # as %23): read back as paths,
+    # not taken for other files (it said DIFFERS, every module "only in" each bundle)
+    where = tmp_path_factory.mktemp("x") / "dïr ☃ %41 #1"
+    shutil.copytree(project, where, symlinks=True)
+    (where / "src").rename(where / "src dir")
+    (where / "src dir" / "index.ts").rename(where / "src dir" / "ïndex %25 #1.ts")
+    w = json.loads((where / "wrangler.jsonc").read_text())
+    w.update(main="src dir/ïndex %25 #1.ts", alias={"labeller": "./src dir/other-label.ts"})
+    (where / "wrangler.jsonc").write_text(json.dumps(w))
+    r = compare_wrangler(where / "wrangler.jsonc")
+    assert r.agree and r.modules == 3, r.line()
+
+
+def test_the_dry_run_never_reaches_for_the_network_even_with_wranglers_update_cache_stale(project, tmp_path_factory,
+                                                                                         monkeypatch):
+    # wrangler's banner asks registry.npmjs.org for a newer wrangler once its cache (TMPDIR/update-check, a day)
+    # is stale: refused and counted, so network_refused was 1 or 0 by the machine's /tmp (the banner is hidden now)
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("fresh-tmp")))
+    r = compare_wrangler(project / "wrangler.jsonc")
+    assert r.agree and r.network_refused == 0, r.line()

@@ -15,6 +15,8 @@ const HOST = { "cloudflare-workers.mjs": "cloudflare:workers", "cloudflare-email
                "cloudflare-sockets.mjs": "cloudflare:sockets" };
 const digest = (text) => createHash("sha256").update(text).digest("hex").slice(0, 16);
 const real = (p) => { try { return realpathSync(p); } catch { return p; } };
+// a source map's sources are URLs: esbuild writes "ï" as %C3%AF, "%" as %25, "#" as %23 (spaces as they are)
+const unurl = (s) => { try { return decodeURIComponent(String(s)); } catch { return String(s); } };
 
 function cloudflareImports(text) {
   const out = new Set();
@@ -51,7 +53,7 @@ function wranglerSide(outdir) {
       return { error: `wrangler's source map ${f} has no sources with their text (sources, sourcesContent)` };
     }
     map.sources.forEach((src, i) => {
-      const abs = real(resolve(outdir, map.sourceRoot || "", String(src)));
+      const abs = real(resolve(outdir, unurl(map.sourceRoot || ""), unurl(src)));
       if (SHIMS.test(abs)) shims += 1;
       else modules.set(abs, digest(String(map.sourcesContent[i] ?? "")));
     });
