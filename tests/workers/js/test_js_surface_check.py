@@ -4,11 +4,10 @@ tests/workers/js/libs/workers-types/package-lock.json, installed with `npm ci` i
 the JavaScript host, either implemented or refused with a WorkerUnsupported error that names it: never
 missing (a raw `x is not a function` / `x is not defined` in the user's code). The test lists both sets."""
 
-import re
-
 import alarmkit as ak
 import pytest
 from alarmkit.workers.js import load
+from workers_types import INTERFACES, declared, members  # tests/workers_types.py
 
 # what the host implements and what it refuses by name (alarmkit/workers/js/host/surface.mjs), per interface;
 # a member moving from one set to the other is a change of the host's surface: say it in docs/workers.md
@@ -29,50 +28,6 @@ REFUSED = {
 # present and undefined, as workerd gives them: an object configured without a container (probed below);
 # setImmediate without nodejs_compat (sandbox.mjs)
 AS_UNDEFINED = {"ctx.container", "globals.setImmediate"}
-INTERFACES = {"ctx": "DurableObjectState", "storage": "DurableObjectStorage", "sql": "SqlStorage"}
-_MEMBER = re.compile(r"^\s+(?:readonly\s+)?(?:get\s+|set\s+)?([A-Za-z_$][\w$]*)\??\s*[(<:]")
-_GLOBAL = re.compile(r"^declare (?:function|const|var) ([A-Za-z_$][\w$]*)\s*[:(<]")
-
-
-def members(dts: str, name: str) -> list[str]:
-    """The members of ``interface NAME`` or ``declare abstract class NAME`` in a .d.ts: names at brace depth 1
-    and paren depth 0 (not the parameters of a signature spread over lines, not a nested type's fields)."""
-    start = re.search(rf"^(?:interface|declare abstract class|declare class) {name}\b[^\n]*", dts, re.M)
-    assert start, f"{name} is not declared in workers-types"
-    out: list[str] = []
-    depth = parens = 0
-    began = False
-    for line in dts[start.start():].splitlines():
-        code = line.strip()
-        if code.startswith(("*", "/*", "//")):
-            continue
-        if began and depth == 1 and parens == 0:
-            m = _MEMBER.match(line)
-            if m:
-                out.append(m.group(1))
-        for ch in line:
-            if ch == "{":
-                depth += 1
-                began = True
-            elif ch == "}":
-                depth -= 1
-            elif ch == "(":
-                parens += 1
-            elif ch == ")":
-                parens -= 1
-        if began and depth == 0:
-            break
-    return sorted(set(out))
-
-
-def declared(dts: str) -> dict[str, list[str]]:
-    names = {k: members(dts, v) for k, v in INTERFACES.items()}
-    glob = set(members(dts, "ServiceWorkerGlobalScope")) | set(members(dts, "WorkerGlobalScope"))
-    glob |= {m.group(1) for line in dts.splitlines() if (m := _GLOBAL.match(line)) and ": never" not in line}
-    names["globals"] = sorted(glob)
-    return names
-
-
 @pytest.fixture(scope="module")
 def surface(js_host, npm_fixture):
     dts = (npm_fixture("workers-types") / "@cloudflare" / "workers-types" / "index.d.ts").read_text()
