@@ -410,6 +410,8 @@ class Bridge:
             d = args[0]
             res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
             return _fetched(res)
+        if not callable(getattr(stub._host.namespace.cls, method, None)):  # workerd's text, thrown into the JS caller
+            raise TypeError(f'The RPC receiver does not implement the method "{method}".')
         return await getattr(stub, method)(*args)
 
     async def _python_binding(self, binding: str, method: str, args: list) -> Any:

@@ -135,7 +135,11 @@ function dispatch(msg) {
       S.cur = msg.iid;
       const obj = instance(msg.iid);
       const p = attempt(() => {
-        if (typeof obj[msg.method] !== "function") throw new TypeError(`The RPC receiver does not implement the method "${msg.method}".`);
+        // workerd calls only the prototype's methods: an instance's own property of that name (a field, an
+        // arrow function, one shadowing a prototype method) is not one (asked of workerd: surface_probe.js)
+        if (typeof obj[msg.method] !== "function" || Object.prototype.hasOwnProperty.call(obj, msg.method)) {
+          throw new TypeError(`The RPC receiver does not implement the method "${msg.method}".`);
+        }
         return obj[msg.method](...msg.args);
       });
       return track("p" + msg.pid, p, S.cur);

@@ -5,6 +5,7 @@ import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 import { CTX, SQL, STORAGE, refuseMissing } from "./surface.mjs";
 import { socketOf, socketToken } from "./websocket.mjs";
+import { unsupported } from "./refused.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -309,7 +310,11 @@ function makeStub(binding, id) {
       if (prop === "fetch") {
         return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
       }
-      return (...args) => outbound(binding, key, prop, clone(args));
+      const call = (...args) => outbound(binding, key, prop, clone(args));
+      // `await stub.prop` reads a property over RPC in workerd; not simulated: refused by name, never a function
+      call.then = (_ok, fail) => fail(unsupported(`await stub.${prop} (a property read over RPC)`,
+        "only method calls cross to a Durable Object here; add a method that returns the value and call it"));
+      return call;
     },
   });
 }

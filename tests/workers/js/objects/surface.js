@@ -111,6 +111,9 @@ export class Surface extends DurableObject {
   async callReserved() {
     return await this.env.SURFACE.getByName("other").webSocketMessage();
   }
+  async readOver() {
+    return await this.env.SURFACE.getByName("other").order;   // a property read over RPC
+  }
 }
 
 export default {
