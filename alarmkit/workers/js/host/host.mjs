@@ -16,9 +16,9 @@
 import { setImmediate as nodeSetImmediate } from "node:timers";
 import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
 import * as cfw from "./cloudflare-workers.mjs";
-import { bundle } from "./bundle.mjs";
+import { bundle, nodejsCompat } from "./bundle.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
-import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
+import { installImmediate, pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
 import { DurableObjectId, DurableObjectState, Storage, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
 import { exportsObject, facetIds, setModule } from "./facets.mjs";
 import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
@@ -68,6 +68,7 @@ async function load(msg) {
   }
   // after the bundle: esbuild, in this process, spawns its service with the host's own process.env
   installProcess(msg.vars || {}, populatesEnv(msg.flags || [], msg.compat));
+  installImmediate(nodejsCompat(msg.flags || [], msg.compat));
   try {
     mod = await import("data:text/javascript;base64," + Buffer.from(code, "utf8").toString("base64"));
   } catch (e) {
