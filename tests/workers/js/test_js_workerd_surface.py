@@ -1,7 +1,7 @@
 """Real workerd is the judge of the surface real projects touch: one module (objects/surface_probe.js) asked on
 local workerd 1.20261117.1 and under alarmkit's JS host, the answers compared whole: blockConcurrencyWhile's
 order, RPC names (`_` callable, reserved refused with workerd's text, an instance's own property or a
-missing method not callable), the hibernation API with a
+missing method not callable, a getter read by `await stub.name`), the hibernation API with a
 WebSocketPair, an unbound env name, process.env under the default nodejs_compat, node:fs importable, iterator
 helpers, and a throwing fetch handler's 500. Skipped without workerd (`alarmkit calibrate --install-only`)."""
 
@@ -86,6 +86,8 @@ def test_the_surface_answers_as_real_workerd(js_host, tmp_path):
     assert real["rpc"]["alarm"] == "TypeError: 'alarm' is a reserved method and cannot be called over RPC."
     for name in ("shadowed", "arrow", "field", "nope"):  # only the prototype's methods, never an instance's own
         assert real["rpc"][name] == f'TypeError: The RPC receiver does not implement the method "{name}".'
+    assert real["rpc"]["getter"] == 6       # `await stub.count`: the prototype's getter, read over RPC
+    assert real["rpc"]["read field"] == 'TypeError: The RPC receiver does not implement the method "field".'
     assert real["env"]["processEnv"] == {"TOKEN": "t0k"}
 
 

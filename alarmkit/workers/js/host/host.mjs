@@ -45,6 +45,7 @@ function methodsOf(cls) {
     for (const n of Object.getOwnPropertyNames(p)) {
       const d = Object.getOwnPropertyDescriptor(p, n);
       if (!RESERVED.has(n) && typeof d.value === "function") names.add(n);
+      else if (!RESERVED.has(n) && typeof d.get === "function") names.add(`get ${n}`); // `await stub.n` reads it
     }
   }
   return [...names].sort();
@@ -137,11 +138,14 @@ function dispatch(msg) {
       const obj = instance(msg.iid);
       const p = attempt(() => {
         // workerd calls only the prototype's methods: an instance's own property of that name (a field, an
-        // arrow function, one shadowing a prototype method) is not one (asked of workerd: surface_probe.js)
-        if (typeof obj[msg.method] !== "function" || Object.prototype.hasOwnProperty.call(obj, msg.method)) {
-          throw new TypeError(`The RPC receiver does not implement the method "${msg.method}".`);
+        // arrow function, one shadowing a prototype method) is not one (asked of workerd: surface_probe.js);
+        // "get NAME" reads a getter of the prototype (`await stub.NAME`)
+        const get = msg.method.startsWith("get ");
+        const name = get ? msg.method.slice(4) : msg.method;
+        if ((!get && typeof obj[name] !== "function") || Object.prototype.hasOwnProperty.call(obj, name)) {
+          throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
         }
-        return obj[msg.method](...msg.args);
+        return get ? obj[name] : obj[name](...msg.args);
       });
       return track("p" + msg.pid, p, S.cur);
     }

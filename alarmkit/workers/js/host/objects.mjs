@@ -5,7 +5,6 @@ import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 import { CTX, SQL, STORAGE, refuseMissing } from "./surface.mjs";
 import { socketOf, socketToken } from "./websocket.mjs";
-import { unsupported } from "./refused.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -311,9 +310,8 @@ function makeStub(binding, id) {
         return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
       }
       const call = (...args) => outbound(binding, key, prop, clone(args));
-      // `await stub.prop` reads a property over RPC in workerd; not simulated: refused by name, never a function
-      call.then = (_ok, fail) => fail(unsupported(`await stub.${prop} (a property read over RPC)`,
-        "only method calls cross to a Durable Object here; add a method that returns the value and call it"));
+      // `await stub.prop` reads a getter of the object's prototype over RPC, as workerd's stubs do
+      call.then = (ok, fail) => outbound(binding, key, `get ${prop}`, []).then(ok, fail);
       return call;
     },
   });

@@ -111,8 +111,11 @@ export class Surface extends DurableObject {
   async callReserved() {
     return await this.env.SURFACE.getByName("other").webSocketMessage();
   }
-  async readOver() {
-    return await this.env.SURFACE.getByName("other").order;   // a property read over RPC
+  get answer() {
+    return `42 from ${this.ctx.id.name}`;
+  }
+  async readGetter() {
+    return await this.env.SURFACE.getByName("other").answer;   // a getter read over RPC
   }
 }
 

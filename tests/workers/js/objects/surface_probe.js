@@ -16,11 +16,16 @@ export class P extends DurableObject {
   field = "a field";
   arrow = () => "an arrow field";
   shadowed() { return "prototype"; }
+  get count() { return order.length; }
   order() { return order; }
   _private() { return "underscore ok"; }
   async rpc() {
     const other = this.env.P.getByName("other");
     const out = { private: await other._private() };
+    out.getter = await other.count;  // a getter read over RPC
+    for (const name of ["field", "nothing"]) {
+      try { out[`read ${name}`] = await other[name]; } catch (e) { out[`read ${name}`] = `${e.name}: ${e.message}`; }
+    }
     for (const name of ["webSocketMessage", "alarm", "constructor", "dup", "shadowed", "arrow", "field", "nope"]) {
       try { await other[name](); out[name] = "no error"; } catch (e) { out[name] = `${e.name}: ${e.message}`; }
     }
