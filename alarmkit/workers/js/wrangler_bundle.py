@@ -106,8 +106,13 @@ def compare_wrangler(wrangler: str | Path, entry: str | Path | None = None) -> B
                           f"`npm install -D wrangler` there, {WAY_OUT}")
     binary, version = _wrangler_bin(pkg)
     node, esbuild = ensure()
-    env = dict(os.environ, WRANGLER_SEND_METRICS="false", CI="true", NO_COLOR="1", FORCE_COLOR="0")
-    with tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-") as out:
+    env = dict(os.environ, WRANGLER_SEND_METRICS="false", CI="true", NO_COLOR="1", FORCE_COLOR="0",
+               WRANGLER_HIDE_BANNER="true")  # the banner asks the registry for a newer wrangler (update-check)
+    with tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-") as out, \
+            tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-tmp-") as tmp:
+        # wrangler's own temporary files (update-check's cache among them) in a folder of ours, removed after:
+        # not in the machine's /tmp, and no answer that depends on what another process left there
+        env.update(TMPDIR=tmp, TMP=tmp, TEMP=tmp)
         cmd = [node, "-r", str(HOST_DIR / "no-network.cjs"), str(binary), "deploy", "--dry-run", "--outdir", out,
                "--config", str(Path(cfg.path).resolve())]
         try:
