@@ -38,8 +38,12 @@ OTHER_BINDINGS = {
     "mtls_certificates": ("binding", "mTLS certificate"),
     "dispatch_namespaces": ("binding", "dispatch namespace"),
     "send_email": ("name", "send_email binding"),
+    "pipelines": ("binding", "Pipeline"),
+    "secrets_store_secrets": ("binding", "Secrets Store secret"),
+    "ratelimits": ("name", "rate limiter"),
 }
-SINGLE_BINDINGS = {"ai": "Workers AI binding", "browser": "Browser Rendering binding", "images": "Images binding"}
+SINGLE_BINDINGS = {"ai": "Workers AI binding", "browser": "Browser Rendering binding", "images": "Images binding",
+                   "assets": "static assets binding", "version_metadata": "version metadata binding"}
 
 
 @dataclass

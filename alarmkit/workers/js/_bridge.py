@@ -178,6 +178,8 @@ class Bridge:
         for m in methods:  # alarm and fetch forward themselves; a name of the Python class's own is not routed
             if m not in ("alarm", "fetch", "ctx", "env") and m.isidentifier() and not hasattr(JsObject, m):
                 body[m] = _rpc_method(m)
+            elif m.startswith("get ") and m[4:].isidentifier():  # a getter, read by `await stub.NAME` (host.mjs)
+                body[m] = _rpc_method(m)
         if "alarm" not in methods:  # a class without alarm(): workerd refuses setAlarm outside its constructor
             body["alarm"] = None
         return type(js_class, (JsObject,), body)
@@ -414,6 +416,8 @@ class Bridge:
             d = args[0]
             res = await stub.fetch(d["url"], d["method"], d["headers"], d["body"])
             return _fetched(res)
+        if not callable(getattr(stub._host.namespace.cls, method, None)):  # workerd's text, thrown into the JS caller
+            raise TypeError(f'The RPC receiver does not implement the method "{method.removeprefix("get ")}".')
         return await getattr(stub, method)(*args)
 
     async def _python_binding(self, binding: str, method: str, args: list) -> Any:

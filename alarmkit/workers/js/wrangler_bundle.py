@@ -108,14 +108,18 @@ def compare_wrangler(wrangler: str | Path, entry: str | Path | None = None) -> B
                           f"`npm install -D wrangler` there, {WAY_OUT}")
     binary, version = _wrangler_bin(pkg)
     node, esbuild = ensure()
-    # no banner: wrangler's banner checks npm for a newer wrangler (registry.npmjs.org) once its day-long cache
-    # in the temporary folder is stale, and the refusal was counted as the dry run reaching for the network
+    # no banner: wrangler's banner checks npm for a newer wrangler (registry.npmjs.org) once its cache in the
+    # temporary folder is stale, and the refusal was counted as the dry run reaching for the network
     env = dict(os.environ, WRANGLER_SEND_METRICS="false", CI="true", NO_COLOR="1", FORCE_COLOR="0",
                WRANGLER_HIDE_BANNER="true")
     preload = str(HOST_DIR / "no-network.cjs").replace("\\", "\\\\").replace('"', '\\"')
     # every Node process the dry run starts (a build command's npm, a child node) preloads it too
     env["NODE_OPTIONS"] = f'{env.get("NODE_OPTIONS", "")} --require "{preload}"'.strip()
-    with tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-") as out:
+    with tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-") as out, \
+            tempfile.TemporaryDirectory(prefix="alarmkit-wrangler-tmp-") as tmp:
+        # wrangler's own temporary files (update-check's cache among them) in a folder of ours, removed after:
+        # not in the machine's /tmp, and no answer that depends on what another process left there
+        env.update(TMPDIR=tmp, TMP=tmp, TEMP=tmp)
         cmd = [node, "-r", str(HOST_DIR / "no-network.cjs"), str(binary), "deploy", "--dry-run", "--outdir", out,
                "--config", str(Path(cfg.path).resolve())]
         try:

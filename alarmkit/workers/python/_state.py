@@ -14,9 +14,9 @@ import datetime as _dt
 import hashlib
 from typing import Any, Callable
 
-from ...errors import WorkerUnsupported
 from ...runtime import Future
 from ._convert import JsDate, JsDict, from_rpc, storable
+from ._surface import refuse
 
 __all__ = ["JsState", "JsStorage", "JsSql", "JsKv", "JsCursor", "JsId", "ExecutionContext", "DELETE_ALL_DELETES_ALARM"]
 
@@ -128,10 +128,16 @@ class JsCursor:
 
 
 class JsSql:
-    """``ctx.storage.sql``: ``exec(query, *bindings)``; ``databaseSize``."""
+    """``ctx.storage.sql``: ``exec(query, *bindings)``; ``databaseSize``; ``Cursor`` (the class of what
+    ``exec`` returns). ``Statement`` is refused by name (``_surface``)."""
+
+    Cursor = JsCursor
 
     def __init__(self, storage: Any) -> None:
         self._sql = storage.sql
+
+    def __getattr__(self, name: str) -> Any:
+        refuse("ctx.storage.sql", name, "SqlStorage")
 
     def exec(self, query: str, *bindings: Any) -> JsCursor:
         return JsCursor(self._sql.exec(query, *bindings))
@@ -272,9 +278,8 @@ class JsStorage:
 
         return await self._s.transaction(body)
 
-    def getCurrentBookmark(self, *a: Any) -> Any:
-        raise WorkerUnsupported("ctx.storage.getCurrentBookmark: point-in-time recovery is not simulated; "
-                                "leave it out of code run under alarmkit, or wrap the storage in your own class")
+    def __getattr__(self, name: str) -> Any:  # the bookmarks: refused by name (_surface)
+        refuse("ctx.storage", name, "DurableObjectStorage")
 
 
 class ExecutionContext:
@@ -294,13 +299,15 @@ class ExecutionContext:
 
 class JsState:
     """A Durable Object's ``ctx``: ``id``, ``storage``, ``blockConcurrencyWhile`` (also a decorator),
-    ``waitUntil``, ``abort``. WebSocket hibernation is refused by name."""
+    ``waitUntil``, ``abort``, ``props`` (``{}``, as workerd gives an object started without props). WebSocket
+    hibernation, ``facets``, ``exports`` and ``container`` are refused by name (``_surface``)."""
 
     def __init__(self, ctx: Any, binding: str, compat: str, unique: bool = False) -> None:
         self._ctx = ctx
         # an object made from newUniqueId/idFromString has no name (workerd: ctx.id.name is undefined)
         self.id = JsId(binding, str(ctx.id), None if unique else ctx.id.name, unique)
         self.storage = JsStorage(ctx, compat)
+        self.props = JsDict()
 
     def blockConcurrencyWhile(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` with no other event delivered meanwhile; returns the awaitable of its result."""
@@ -314,13 +321,7 @@ class JsState:
         self._ctx.abort("Durable Object abort requested" if reason is None else str(reason))
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("acceptWebSocket", "getWebSockets", "setWebSocketAutoResponse", "getTags",
-                    "setHibernatableWebSocketEventTimeout", "getWebSocketAutoResponseTimestamp"):
-            raise WorkerUnsupported(f"ctx.{name}: WebSockets are not simulated by alarmkit; drive the object "
-                                    "through RPC methods or fetch instead")
-        if name in ("facets", "container", "exports"):
-            raise WorkerUnsupported(f"ctx.{name} is not available to a Python Worker under alarmkit")
-        raise AttributeError(f"DurableObjectState has no attribute {name!r}")
+        refuse("ctx", name, "DurableObjectState")
 
 
 class _TxnView:

@@ -74,35 +74,9 @@ def lib_project(js_libs, tmp_path):
     return make
 
 
-def npm_install(name: str) -> Path:
-    """``tests/workers/js/libs/<name>``'s pinned packages, installed with ``npm ci`` from its committed lock file
-    into a cache folder (never into the repository; again only when the lock file changed); its node_modules, or
-    a skip naming why it could not be installed."""
-    import os
-    import shutil
-    import subprocess
-
-    from alarmkit.workers.js._node import cache_dir
-
-    src = LIBS / name
-    root = Path(os.environ.get("ALARMKIT_TESTLIBS_CACHE") or cache_dir().parent / "testlibs") / name
-    lock = (src / "package-lock.json").read_text()
-    if not ((root / "node_modules").is_dir() and (root / "package-lock.json").is_file()
-            and (root / "package-lock.json").read_text() == lock):
-        npm = shutil.which("npm")
-        if not npm:
-            pytest.skip(f"installing the {name} fixture needs npm, which is not on PATH")
-        root.mkdir(parents=True, exist_ok=True)
-        for f in ("package.json", "package-lock.json"):
-            shutil.copyfile(src / f, root / f)
-        out = subprocess.run([npm, "ci", "--prefix", str(root), "--no-audit", "--no-fund", "--loglevel=error"],
-                             capture_output=True, text=True, timeout=600)
-        if out.returncode:
-            pytest.skip(f"`npm ci` of the {name} fixture failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
-    return root / "node_modules"
-
-
 @pytest.fixture(scope="session")
 def npm_fixture():
     """``npm_fixture(name)``: the node_modules of ``tests/workers/js/libs/<name>`` (``npm_install``)."""
+    from workers_types import npm_install  # tests/workers_types.py
+
     return npm_install

@@ -54,3 +54,47 @@ def test_a_build_command_project_with_a_path_alias_the_cache_api_and_a_clean_up_
     # the second request is not served from the cache (a miss, always): the object counts it and limits it
     assert [o["body"] for o in s["outcomes"]] == ['{"left":0}', '{"error":"limited","by":"ops"}']
     assert s["expect_failures"] == [] and s["final_alarms"] == {"k1": None}
+
+
+TALLY = """import { DurableObject } from "cloudflare:workers";
+export class Tally extends DurableObject {
+  n = 0;
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => { this.n = (await ctx.storage.get<number>("n")) ?? 0; });
+    this.bump = () => -1;                      // an own property: never callable over RPC
+  }
+  bump(by = 1) { this.n += by; void this.ctx.storage.put("n", this.n); }          // synchronous, the write not awaited
+  clearLater(ms: number) { void this.ctx.storage.setAlarm(Date.now() + ms); }      // nor the alarm
+  alarm() { this.n = 0; void this.ctx.storage.put("n", 0); }
+  fetch(req: Request) {
+    if (new URL(req.url).pathname === "/moved") return Response.redirect("https://example.com/there", 302);
+    this.n += 1; void this.ctx.storage.put("n", this.n);
+    return new Response(String(this.n));
+  }
+}
+export default { fetch: (req: Request, env: any) => env.TALLY.get(env.TALLY.idFromName(new URL(req.url).pathname)).fetch(req) };
+"""
+
+
+def test_unawaited_writes_and_alarm_in_synchronous_methods_reloaded_after_an_eviction(js_host, tmp_path):
+    (tmp_path / "index.ts").write_text(TALLY)
+    (tmp_path / "wrangler.jsonc").write_text('{"main": "index.ts", // no compatibility_date: the profile\'s\n'
+                                             '"durable_objects": {"bindings": [{"name": "TALLY", "class_name": "Tally"}]},\n'
+                                             '"migrations": [{"tag": "v1", "new_classes": ["Tally"]}]}')
+    call = {"call": "TALLY", "name": "/a"}
+    (tmp_path / "drive.json").write_text(json.dumps({"steps": [
+        {"at": 0, "fetch": "/a"}, {"at": 1000, "fetch": "/a"}, {"at": 2000, **call, "method": "clearLater", "args": [60_000]},
+        {"at": 3000, **call, "method": "bump"}, {"at": 30_000, "evict": "TALLY", "name": "/a"}, {"at": 31_000, "fetch": "/a"},
+        {"at": 70_000, "fetch": "/a"}, {"at": 71_000, "fetch": "/moved"}]}))
+    r = subprocess.run([sys.executable, "-m", "alarmkit", "worker", "--wrangler", "wrangler.jsonc", "--drive", "drive.json",
+                        "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr + r.stdout[-800:]
+    s = json.loads(r.stdout)
+    assert [(o["t_ms"], o.get("status"), o.get("body"), o.get("error")) for o in s["outcomes"]] == [
+        (0, 200, "1", None), (1000, 200, "2", None), (2000, None, None, None),
+        (3000, None, None, 'JsError: TypeError: The RPC receiver does not implement the method "bump".'),
+        (31_000, 200, "3", None),            # woken cold: blockConcurrencyWhile reloaded 2 from storage
+        (70_000, 200, "1", None),            # the alarm set without await fired at 62,001 ms and cleared it
+        (71_000, 302, "", None)]
+    assert [(a["t_ms"], a["retry_count"], a["outcome"]) for a in s["attempts"]] == [(62_001, 0, "ok")]

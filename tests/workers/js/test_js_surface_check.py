@@ -4,11 +4,10 @@ tests/workers/js/libs/workers-types/package-lock.json, installed with `npm ci` i
 the JavaScript host, either implemented or refused with a WorkerUnsupported error that names it: never
 missing (a raw `x is not a function` / `x is not defined` in the user's code). The test lists both sets."""
 
-import re
-
 import alarmkit as ak
 import pytest
 from alarmkit.workers.js import load
+from workers_types import INTERFACES, declared, members  # tests/workers_types.py
 
 # what the host implements and what it refuses by name (alarmkit/workers/js/host/surface.mjs), per interface;
 # a member moving from one set to the other is a change of the host's surface: say it in docs/workers.md
@@ -26,53 +25,8 @@ REFUSED = {
     "storage": ["getBookmarkForTime", "getCurrentBookmark", "onNextSessionRestoreBookmark"],  # globals.mjs
     "sql": ["Statement"],
 }
-# present and undefined, as workerd gives them: an object configured without a container (probed below);
-# setImmediate without nodejs_compat (sandbox.mjs)
-AS_UNDEFINED = {"ctx.container", "globals.setImmediate"}
-INTERFACES = {"ctx": "DurableObjectState", "storage": "DurableObjectStorage", "sql": "SqlStorage"}
-_MEMBER = re.compile(r"^\s+(?:readonly\s+)?(?:get\s+|set\s+)?([A-Za-z_$][\w$]*)\??\s*[(<:]")
-_GLOBAL = re.compile(r"^declare (?:function|const|var) ([A-Za-z_$][\w$]*)\s*[:(<]")
-
-
-def members(dts: str, name: str) -> list[str]:
-    """The members of ``interface NAME`` or ``declare abstract class NAME`` in a .d.ts: names at brace depth 1
-    and paren depth 0 (not the parameters of a signature spread over lines, not a nested type's fields)."""
-    start = re.search(rf"^(?:interface|declare abstract class|declare class) {name}\b[^\n]*", dts, re.M)
-    assert start, f"{name} is not declared in workers-types"
-    out: list[str] = []
-    depth = parens = 0
-    began = False
-    for line in dts[start.start():].splitlines():
-        code = line.strip()
-        if code.startswith(("*", "/*", "//")):
-            continue
-        if began and depth == 1 and parens == 0:
-            m = _MEMBER.match(line)
-            if m:
-                out.append(m.group(1))
-        for ch in line:
-            if ch == "{":
-                depth += 1
-                began = True
-            elif ch == "}":
-                depth -= 1
-            elif ch == "(":
-                parens += 1
-            elif ch == ")":
-                parens -= 1
-        if began and depth == 0:
-            break
-    return sorted(set(out))
-
-
-def declared(dts: str) -> dict[str, list[str]]:
-    names = {k: members(dts, v) for k, v in INTERFACES.items()}
-    glob = set(members(dts, "ServiceWorkerGlobalScope")) | set(members(dts, "WorkerGlobalScope"))
-    glob |= {m.group(1) for line in dts.splitlines() if (m := _GLOBAL.match(line)) and ": never" not in line}
-    names["globals"] = sorted(glob)
-    return names
-
-
+# present and undefined, as workerd gives them: an object configured without a container (probed below)
+AS_UNDEFINED = {"ctx.container"}
 @pytest.fixture(scope="module")
 def surface(js_host, npm_fixture):
     dts = (npm_fixture("workers-types") / "@cloudflare" / "workers-types" / "index.d.ts").read_text()
@@ -134,7 +88,8 @@ def test_a_refused_member_says_what_and_why(js_host):
                               "caches": ["implemented", ""]}          # globals.mjs: always a miss
 
 
-def test_the_values_the_host_gives_are_real_workerds(js_host, tmp_path):
+@pytest.mark.parametrize("date", ["2026-08-03", "2026-09-01"])   # before and after nodejs_compat became the default
+def test_the_values_the_host_gives_are_real_workerds(js_host, tmp_path, date):
     """ctx.props and ctx.container undefined, self the global scope, navigator's userAgent:
     asked of real workerd 1.20261117.1 and of the host (skipped without workerd: alarmkit calibrate --install-only)."""
     import json
@@ -157,7 +112,7 @@ const config :Workerd.Config = (
 );
 const w :Workerd.Worker = (
   modules = [ (name = "w.js", esModule = embed "w.js") ],
-  compatibilityDate = "2026-09-01",
+  compatibilityDate = "{date}",
   bindings = [ (name = "P", durableObjectNamespace = "P") ],
   durableObjectNamespaces = [ (className = "P", uniqueKey = "p-key", enableSql = true) ],
   durableObjectStorage = (inMemory = void),
@@ -179,11 +134,13 @@ const w :Workerd.Worker = (
         proc.kill()
         proc.wait()
     sim = ak.Simulation(seed=0)
-    w = sim.load_worker(js_host / "surface_values.js", bindings={"P": "P"}, compatibility_date="2026-09-01")
+    w = sim.load_worker(js_host / "surface_values.js", bindings={"P": "P"}, compatibility_date=date)
     ours = w.fetch("/").json()
     print("real workerd:", real, "alarmkit:", ours)
-    # one difference the probe found and the host keeps for now: workerd has setImmediate (a date past 2026-08-04
-    # turns nodejs_compat on); the host's sandbox leaves it undefined (said in docs/workers.md)
-    assert (real.pop("setImmediate"), ours.pop("setImmediate")) == ("function", "undefined")
-    assert ours == real
+    assert ours == real   # setImmediate was the one difference its first run found: now as workerd's
+    if date < "2026-08-04":  # no nodejs_compat: neither global
+        assert (real["setImmediate"], real["clearImmediate"], real["order"]) == ("undefined", "undefined", [])
+    else:
+        assert (real["setImmediate"], real["clearImmediate"], real["handle"]) == ("function", "function", "object")
+        assert real["order"] == ["timeout 0", "immediate"]
     assert (real["propsJson"], real["container"], real["userAgent"]) == ("{}", "undefined", "Cloudflare-Workers")

@@ -73,6 +73,18 @@ def test_wrangler_and_alarmkit_bundle_the_same_modules(project):
     assert r.network_refused == 0  # CI=true and no metrics: the dry run never reached for the network
 
 
+def test_the_dry_run_never_asks_for_a_newer_wrangler_whatever_the_machines_tmp_holds(project, tmp_path, monkeypatch):
+    """wrangler's banner runs update-check, cached for an hour in the temporary folder: with an empty one (a stale
+    cache, as the shared /tmp had at times) the dry run reached for the registry once (refused, counted) and the
+    first test above failed now and then. The banner is hidden and wrangler's temporary folder is alarmkit's own."""
+    machine_tmp = tmp_path / "machine-tmp"
+    machine_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(machine_tmp))
+    r = compare_wrangler(project / "wrangler.jsonc")
+    assert r.agree and r.network_refused == 0
+    assert list(machine_tmp.iterdir()) == []           # nothing of wrangler's (update-check/) left in the caller's
+
+
 def test_a_tampered_wrangler_output_is_named_module_by_module(project, tmp_path):
     from alarmkit.workers.js import ensure
     from alarmkit.workers.wrangler import read_wrangler

@@ -19,6 +19,9 @@ export class WorkerEntrypoint {
 }
 
 export class RpcTarget {}
+// workerd passes an RpcTarget by reference (the receiver gets a stub and calls back); values cross to Python
+// as JSON here, so one is refused by name where it would cross (state.mjs)
+RpcTarget.prototype[Symbol.for("alarmkit.rpcTarget")] = true;
 
 export const env = {};
 

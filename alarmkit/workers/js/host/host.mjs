@@ -16,9 +16,9 @@
 import { setImmediate as nodeSetImmediate } from "node:timers";
 import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
 import * as cfw from "./cloudflare-workers.mjs";
-import { bundle } from "./bundle.mjs";
+import { bundle, nodejsCompat } from "./bundle.mjs";
 import { S, attempt, errInfo, jsError, newReport, recv, send, show, waits } from "./state.mjs";
-import { pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
+import { installImmediate, pending, seedRandom, timers, track, waitFor } from "./sandbox.mjs";
 import { DurableObjectId, DurableObjectState, Storage, hexOf, makeEnv, requestFrom, responseDict, uniqueIds } from "./objects.mjs";
 import { exportsObject, facetIds, setModule } from "./facets.mjs";
 import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
@@ -45,6 +45,7 @@ function methodsOf(cls) {
     for (const n of Object.getOwnPropertyNames(p)) {
       const d = Object.getOwnPropertyDescriptor(p, n);
       if (!RESERVED.has(n) && typeof d.value === "function") names.add(n);
+      else if (!RESERVED.has(n) && typeof d.get === "function") names.add(`get ${n}`); // `await stub.n` reads it
     }
   }
   return [...names].sort();
@@ -68,6 +69,7 @@ async function load(msg) {
   }
   // after the bundle: esbuild, in this process, spawns its service with the host's own process.env
   installProcess(msg.vars || {}, populatesEnv(msg.flags || [], msg.compat));
+  installImmediate(nodejsCompat(msg.flags || [], msg.compat));
   try {
     mod = await import("data:text/javascript;base64," + Buffer.from(code, "utf8").toString("base64"));
   } catch (e) {
@@ -135,8 +137,15 @@ function dispatch(msg) {
       S.cur = msg.iid;
       const obj = instance(msg.iid);
       const p = attempt(() => {
-        if (typeof obj[msg.method] !== "function") throw new TypeError(`The RPC receiver does not implement the method "${msg.method}".`);
-        return obj[msg.method](...msg.args);
+        // workerd calls only the prototype's methods: an instance's own property of that name (a field, an
+        // arrow function, one shadowing a prototype method) is not one (asked of workerd: surface_probe.js);
+        // "get NAME" reads a getter of the prototype (`await stub.NAME`)
+        const get = msg.method.startsWith("get ");
+        const name = get ? msg.method.slice(4) : msg.method;
+        if ((!get && typeof obj[name] !== "function") || Object.prototype.hasOwnProperty.call(obj, name)) {
+          throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
+        }
+        return get ? obj[name] : obj[name](...msg.args);
       });
       return track("p" + msg.pid, p, S.cur);
     }

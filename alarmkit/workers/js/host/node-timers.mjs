@@ -4,8 +4,8 @@ export const setTimeout = (...a) => globalThis.setTimeout(...a);
 export const clearTimeout = (...a) => globalThis.clearTimeout(...a);
 export const setInterval = (...a) => globalThis.setInterval(...a);
 export const clearInterval = (...a) => globalThis.clearInterval(...a);
-export const setImmediate = (fn, ...args) => globalThis.setTimeout(fn, 0, ...args);
-export const clearImmediate = (id) => globalThis.clearTimeout(id);
+export const setImmediate = (...a) => globalThis.setImmediate(...a); // installed under nodejs_compat (sandbox.mjs)
+export const clearImmediate = (...a) => globalThis.clearImmediate(...a);
 export const promises = {
   setTimeout: (ms, value) => new Promise((resolve) => globalThis.setTimeout(() => resolve(value), ms)),
   setImmediate: (value) => new Promise((resolve) => globalThis.setTimeout(() => resolve(value), 0)),

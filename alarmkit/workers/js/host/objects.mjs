@@ -309,7 +309,10 @@ function makeStub(binding, id) {
       if (prop === "fetch") {
         return async (input, init) => outbound(binding, key, "fetch", [await requestDict(requestOf(input, init))], responseFrom);
       }
-      return (...args) => outbound(binding, key, prop, clone(args));
+      const call = (...args) => outbound(binding, key, prop, clone(args));
+      // `await stub.prop` reads a getter of the object's prototype over RPC, as workerd's stubs do
+      call.then = (ok, fail) => outbound(binding, key, `get ${prop}`, []).then(ok, fail);
+      return call;
     },
   });
 }

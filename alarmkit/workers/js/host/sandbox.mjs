@@ -85,7 +85,21 @@ globalThis.clearTimeout = globalThis.clearInterval = (id) => {
   const n = Number(id);
   if (timers.delete(n)) S.report.clear.push(n);
 };
-globalThis.setImmediate = undefined; // workerd has none; the host keeps Node's (imported above)
+// setImmediate/clearImmediate: workerd gives them under nodejs_compat only (asked of workerd 1.20261117.1:
+// undefined at 2026-08-03, functions with the flag or from 2026-08-04; an object handle; a setTimeout(0)
+// set before it runs first), so the load installs them (installImmediate); the host keeps Node's own
+class Immediate {
+  constructor(id) { this._id = id; }
+  ref() { return this; }
+  unref() { return this; }
+  hasRef() { return true; }
+  [Symbol.toPrimitive]() { return this._id; }
+}
+export function installImmediate(on) {
+  globalThis.setImmediate = on ? (fn, ...args) => new Immediate(addTimer(fn, 0, args, false)) : undefined;
+  globalThis.clearImmediate = on ? (handle) => globalThis.clearTimeout(handle) : undefined;
+}
+installImmediate(false);
 
 
 // -- console into the journal --------------------------------------------------------------------

@@ -3,6 +3,9 @@ import fs from "node:fs";
 import v8 from "node:v8";
 import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
 import { types as nodeTypes } from "node:util";
+import { unsupported } from "./refused.mjs";
+
+const RPC_TARGET = Symbol.for("alarmkit.rpcTarget");
 
 const IN = Number(process.argv[2]); // the pipe ends Python passed (their numbers in this process)
 const OUT = Number(process.argv[3]);
@@ -229,6 +232,12 @@ function refuseLossy(v, where, depth) {
     return;
   }
   const proto = Object.getPrototypeOf(v);
+  if (safely(() => v[RPC_TARGET] === true, false)) {
+    const name = safely(() => v.constructor.name, "") || "RpcTarget";
+    throw unsupported(`an RpcTarget (${name}) in ${where}, passed by reference over RPC,`,
+      "workerd hands the receiver a stub to call back, which alarmkit does not simulate; return plain values " +
+      "(the target's data, or call the method that holds it)");
+  }
   if (proto !== Object.prototype && proto !== null) {
     const name = v instanceof Date ? "Date" : (v.constructor && v.constructor.name) || "non-plain object";
     throw lossy(`a ${name} in ${where}`);

@@ -1,7 +1,7 @@
 // The runtime surface real libraries touch (tests/workers/js/test_js_surface.py): Node built-ins under
 // nodejs_compat, AsyncLocalStorage across virtual timers, WebSockets and the hibernation API, caches,
 // cloudflare:email, exports, RPC names, blockConcurrencyWhile's order
-import { DurableObject, exports, waitUntil } from "cloudflare:workers";
+import { DurableObject, exports, waitUntil, RpcTarget } from "cloudflare:workers";
 import { EmailMessage } from "cloudflare:email";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
@@ -110,6 +110,15 @@ export class Surface extends DurableObject {
   }
   async callReserved() {
     return await this.env.SURFACE.getByName("other").webSocketMessage();
+  }
+  get answer() {
+    return `42 from ${this.ctx.id.name}`;
+  }
+  async target() {   // an RpcTarget crosses by reference on workerd: refused by name here
+    return { counter: new (class Counter extends RpcTarget { n = 1; })() };
+  }
+  async readGetter() {
+    return await this.env.SURFACE.getByName("other").answer;   // a getter read over RPC
   }
 }
 

@@ -10,14 +10,23 @@ export class P extends DurableObject {
     order.push("ctor start");
     ctx.blockConcurrencyWhile(async () => { order.push(`bcw sees ready=${this.ready}`); });
     this.ready = true;
+    this.shadowed = () => "instance";  // an own property shadowing the prototype's method
     order.push("ctor end");
   }
+  field = "a field";
+  arrow = () => "an arrow field";
+  shadowed() { return "prototype"; }
+  get count() { return order.length; }
   order() { return order; }
   _private() { return "underscore ok"; }
   async rpc() {
     const other = this.env.P.getByName("other");
     const out = { private: await other._private() };
-    for (const name of ["webSocketMessage", "alarm", "constructor", "dup"]) {
+    out.getter = await other.count;  // a getter read over RPC
+    for (const name of ["field", "nothing"]) {
+      try { out[`read ${name}`] = await other[name]; } catch (e) { out[`read ${name}`] = `${e.name}: ${e.message}`; }
+    }
+    for (const name of ["webSocketMessage", "alarm", "constructor", "dup", "shadowed", "arrow", "field", "nope"]) {
       try { await other[name](); out[name] = "no error"; } catch (e) { out[name] = `${e.name}: ${e.message}`; }
     }
     return out;

@@ -14,12 +14,26 @@ export class P extends DurableObject {
       self: typeof self !== "undefined" && self === globalThis,
       userAgent: navigator.userAgent,
       setImmediate: typeof setImmediate,
+      clearImmediate: typeof clearImmediate,
     };
+  }
+  async immediate() {   // under nodejs_compat: a setTimeout(0) set first runs first; a cleared one never
+    const order = [];
+    let handle = "none";
+    if (typeof setImmediate !== "function") return { order, handle };
+    await new Promise((done) => {
+      setTimeout(() => order.push("timeout 0"), 0);
+      handle = typeof setImmediate(() => order.push("immediate"));
+      clearImmediate(setImmediate(() => order.push("cleared")));
+      setTimeout(done, 5);
+    });
+    return { order, handle };
   }
 }
 
 export default {
   async fetch(request, env) {
-    return Response.json(await env.P.get(env.P.idFromName("p")).values());
+    const p = env.P.get(env.P.idFromName("p"));
+    return Response.json({ ...(await p.values()), ...(await p.immediate()) });
   },
 };
