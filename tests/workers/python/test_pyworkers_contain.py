@@ -15,7 +15,7 @@ from alarmkit.cli import main
 from counting_server import counting_server
 from pyworker_support import FIXTURES, kinds
 
-CF14 = FIXTURES / "cf14"
+STREAM = FIXTURES / "stream_consumer"
 
 
 def load(tmp_path: Path, source: str, binding: str = "W", cls: str = "W", **sim_kw):
@@ -26,36 +26,32 @@ def load(tmp_path: Path, source: str, binding: str = "W", cls: str = "W", **sim_
     return sim, w, getattr(w.env, binding).getByName("a")
 
 
-# -- Cloudflare's example 14, unchanged ----------------------------------------------------------------
-def test_cloudflare_example_14_runs_unchanged_kv_read_print_captured_websocket_refused(tmp_path, capsys):
+# -- a keep-alive stream consumer (our own, in the shape of a public pattern), unchanged --------------------
+def test_a_keepalive_stream_consumer_runs_kv_read_print_captured_websocket_refused(tmp_path, capsys):
     drive = tmp_path / "drive.json"
     drive.write_text(json.dumps({"steps": [{"at": 0, "fetch": "/status"}], "until": 70_000}))
-    rc = main(["worker", "--wrangler", str(CF14 / "wrangler.jsonc"), "--drive", str(drive), "--json"])
+    rc = main(["worker", "--wrangler", str(STREAM / "wrangler.jsonc"), "--drive", str(drive), "--json"])
     out, err = capsys.readouterr()
     summary = json.loads(out)  # print() went to the journal, not stdout: the JSON parses
     assert rc == 0 and err == ""
     [outcome] = summary["outcomes"]
-    assert outcome["error"].startswith("WorkerUnsupported: js.WebSocket.new('wss://jetstream2.us-east.bsky.network")
+    assert outcome["error"].startswith("WorkerUnsupported: js.WebSocket.new('wss://stream.example.net/feed")
     assert "a network connection leaves the simulation" in outcome["error"]
     # the fetch set the keep-alive alarm (time.time() reads the virtual clock) before it tried to connect
     assert [(a["t_ms"], a["retry_count"]) for a in summary["attempts"]] == [(60_001, 0), (62_434, 1), (66_829, 2)]
 
     sim = ak.Simulation(seed=0)
-    w = sim.load_worker(wrangler=CF14 / "wrangler.jsonc")
-    stub = w.env.BLUESKY_FIREHOSE.getByName("bluesky-consumer")
+    w = sim.load_worker(wrangler=STREAM / "wrangler.jsonc")
+    stub = w.env.STREAM.getByName("consumer")
     with pytest.raises(ak.WorkerUnsupported, match=r"^js\.WebSocket\.new\("):
         sim.call(stub.fetch("https://x/status"))
     sim.run(until=60_001)
-    assert [line for line in w.logs if "Connecting" in line[2] or "Alarm" in line[2]] == [
-        (0, "log", "Connecting to Bluesky Jetstream at wss://jetstream2.us-east.bsky.network/subscribe?"
-                   "wantedCollections=app.bsky.feed.post (starting fresh)"),
-        (60_001, "log", "Alarm triggered - making sure we are connected to jetstream..."),
-        (60_001, "log", "Connecting to Bluesky Jetstream at wss://jetstream2.us-east.bsky.network/subscribe?"
-                        "wantedCollections=app.bsky.feed.post (starting fresh)"),
-    ]
+    opening = "opening wss://stream.example.net/feed?topics=posts (from the start)"
+    assert [line for line in w.logs if "opening" in line[2] or "alarm" in line[2]] == [
+        (0, "log", opening), (60_001, "log", "keep-alive alarm: checking the stream"), (60_001, "log", opening)]
     ev = sim.events()
     console = ev[ev["kind"] == "console"]
-    assert list(console["t_ms"]) == [0, 60_001, 60_001] and set(console["object_id"]) == {"bluesky-consumer"}
+    assert list(console["t_ms"]) == [0, 60_001, 60_001] and set(console["object_id"]) == {"consumer"}
     assert capsys.readouterr().out == ""
 
 
