@@ -186,7 +186,8 @@ def _run(args: argparse.Namespace) -> int:
                "pending": result["pending"], "expectations": result["expectations"],
                "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
                "verdict": verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
-               "bindings": _bindings(result), "library_schedules": schedules}
+               "bindings": _bindings(result), "library_schedules": schedules,
+               "logs": [list(x) for x in result["logs"]]}
     if compared is not None:
         summary["wrangler_bundle"] = compared.to_dict()
     if args.json:
@@ -271,6 +272,12 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
         lines.append(clean(f"  alarm() at {a['t_ms']:>9} ms  retry_count={a['retry_count']}  {a['object_id']}  "
                            f"{attempt_text(a)}", 300))
     lines += [clean(_schedule_line(d), 300) for d in s["library_schedules"]]
+    # what the worker wrote at level error (an uncaught exception behind a 500 among them), as wrangler dev's
+    # terminal shows it: the first 20 here, every line in --json's "logs" and in the journal's console events
+    errors = [x for x in s.get("logs", []) if x[1] == "error"]
+    lines += [clean(f"  console.error at {t:>6} ms  {text}", 300) for t, _, text in errors[:20]]
+    if len(errors) > 20:
+        lines.append(f"  ... {len(errors) - 20} more console.error lines: --json has them all (\"logs\")")
     alarms = ", ".join(f"{k}: {'none' if v is None else f'{v} ms'}" for k, v in s["final_alarms"].items()) or "no objects"
     lines.append(clean(f"  alarms left: {alarms}", 400))
     for f in s["expect_failures"]:

@@ -303,3 +303,31 @@ def test_a_var_that_takes_a_bindings_name_is_refused_not_shadowed(project, capsy
     assert rc == 2 and out == "" and err.count("\n") == 1, err
     assert f"{where} beside " in err and "sets 'BOX', which is a Durable Object binding of the wrangler file" in err
     assert snapshot(project) == before
+
+
+NOISY = """
+import sys
+from workers import Response, WorkerEntrypoint
+
+class Default(WorkerEntrypoint):
+    async def fetch(self, request):
+        for i in range(24):
+            print(f"bad {i} \\x1b[31m\\u202e\\x07", file=sys.stderr)
+        print("x" * 5000, file=sys.stderr)
+        return Response("ok")
+"""
+
+
+def test_a_worker_s_console_errors_are_printed_escaped_cut_and_counted(tmp_path, capsys):
+    (tmp_path / "w.py").write_text(NOISY)
+    (tmp_path / "d.json").write_text(json.dumps({"steps": [{"at": 5, "fetch": "/"}]}))
+    rc, out, err = run(capsys, ["worker", str(tmp_path / "w.py"), "--drive", str(tmp_path / "d.json")])
+    check(rc, out, err)
+    shown = [x for x in out.splitlines() if x.startswith("  console.error at ")]
+    assert shown[0] == "  console.error at      5 ms  bad 0 \\x1b[31m\\u202e\\x07" and len(shown) == 20
+    assert "  ... 5 more console.error lines: --json has them all (\"logs\")" in out.splitlines()
+    rc, out, err = run(capsys, ["worker", str(tmp_path / "w.py"), "--drive", str(tmp_path / "d.json"), "--json"])
+    check(rc, out, err)
+    logs = json.loads(out)["logs"]
+    assert rc == 0 and len(logs) == 25 and logs[0] == [5, "error", "bad 0 \x1b[31m\u202e\x07"]
+    assert logs[-1] == [5, "error", "x" * 5000]  # --json keeps the text whole (JSON escapes it)
