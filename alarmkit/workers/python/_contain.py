@@ -24,7 +24,7 @@ The watchdog: a daemon thread that, while a gated step has run for ``Simulation.
 wall-clock time without another step starting, raises ``WallClockLimit`` (a ``BaseException``, so
 ``except Exception`` in the worker does not swallow it) in the thread running the step, when that thread
 is in the worker's own code (``PyThreadState_SetAsyncExc``). ``gate`` turns it into a one-line error.
-With ``Simulation.memory_limit_mb`` set it also looks, every 10 ms while a gated step runs, at the process's
+With ``Simulation.memory_limit_mb`` set it also looks, every 10-50 ms while a gated step runs, at the process's
 resident memory (``/proc/self/statm``, one ``pread`` of ~1 us; ``RSS_AVAILABLE`` is False where there is
 none, and then memory is not checked): a step whose memory grew past the limit since the watchdog first saw
 it gets ``MemoryLimit`` (a ``WallClockLimit``, so every place that passes one on passes it) the same way.
@@ -71,7 +71,7 @@ def _statm() -> int:
 _STATM = _statm()
 RSS_AVAILABLE = _STATM >= 0  # Linux: memory_limit_mb is checked; elsewhere it is not (docs/workers.md)
 PAGE_MB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
-MEMORY_POLL_S = 0.01
+MEMORY_POLL_S = (0.01, 0.05)  # the watchdog's look at memory: every limit/40,000 s within these (2,048 MB: 50 ms)
 
 
 def rss_pages() -> int:
@@ -273,7 +273,7 @@ def _watch() -> None:
                 continue
         else:
             st.dozing = False
-            time.sleep(MEMORY_POLL_S)
+            time.sleep(min(MEMORY_POLL_S[1], max(MEMORY_POLL_S[0], memory / 40_000)))
         limit, memory = st.limit, st.memory if RSS_AVAILABLE else None  # the run's now (a run may have ended
         # and another begun while it slept), read before st.base, which a gated call sets before them
         if not st.depth or (limit is None and memory is None):
