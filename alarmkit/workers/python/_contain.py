@@ -76,6 +76,8 @@ MEMORY_POLL_S = (0.01, 0.05)  # the watchdog's look at memory: every limit/40,00
 
 def rss_pages() -> int:
     """The process's resident memory in pages (0 where it cannot be read)."""
+    if not RSS_AVAILABLE:
+        return 0  # not Linux (Windows has no os.pread either)
     try:
         return int(os.pread(_STATM, 128, 0).split()[1])
     except (OSError, ValueError, IndexError):

@@ -127,3 +127,14 @@ def test_a_bad_memory_limit_is_refused_naming_it_the_range_and_none(bad):
 
     with pytest.raises(ak.InvalidValue, match=r"^memory_limit_mb must be a whole number"):
         run_worker(None, "drive.json", memory_limit_mb=bad)
+
+
+def test_where_resident_memory_cannot_be_read_the_budget_checks_nothing_and_breaks_nothing(tmp_path, monkeypatch):
+    from alarmkit.workers.python import _contain
+
+    monkeypatch.setattr(_contain, "RSS_AVAILABLE", False)  # as on macOS or Windows: no /proc/self/statm
+    assert _contain.rss_pages() == 0
+    sim, w, a = load(tmp_path, chunks=64, memory_limit_mb=16)
+    sim.call(a.arm())
+    sim.run(until=5_000)
+    assert [k[:3] for k in kinds(sim, "handler_ok", "crash")] == [(1_001, "a", "handler_ok")]
