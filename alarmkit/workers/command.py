@@ -143,6 +143,13 @@ def _fail(err: BaseException) -> int:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
+    from .python._contain import RSS_AVAILABLE
+
+    if getattr(args, "memory_limit", None) not in (None, MEMORY_LIMIT_MB) and not RSS_AVAILABLE:
+        from .._aliases import note
+
+        note(args, "--memory-limit is not checked on this system: alarmkit reads a process's memory from "
+                   "/proc/self/statm (Linux); --wall-limit and --event-limit still apply")
     for flag, value in (("the worker module", getattr(args, "entry", None) or getattr(args, "worker", None)),
                         ("--drive", args.drive), ("--wrangler", args.wrangler)):
         if value is not None and not Path(value).is_file():

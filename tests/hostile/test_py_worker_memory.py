@@ -65,3 +65,16 @@ def test_a_bad_memory_limit_flag_is_refused_naming_the_value_and_the_range(tmp_p
         f"got {bad!r}; the default is 2,048"], o.err
     o = run_main(["explore", "prod-rearm-at-now", "--memory-limit", "64"], tmp_path)
     assert o.code == 2 and "--memory-limit only works with --worker ENTRY --drive FILE" in o.err
+
+
+def test_where_memory_cannot_be_read_the_command_says_the_limit_is_not_checked(tmp_path, capsys, monkeypatch):
+    from alarmkit.workers.python import _contain
+
+    monkeypatch.setattr(_contain, "RSS_AVAILABLE", False)  # as on macOS or Windows
+    entry = write_worker(tmp_path, 0, HOGS["list"].replace("while True:", "while len(xs) < 64:"), "alarm")
+    rc, out, err = run(capsys, tmp_path, entry, "--memory-limit", "16")
+    assert rc == 0 and json.loads(out)["attempts"][0]["outcome"] == "ok"
+    assert err == ("alarmkit: note: --memory-limit is not checked on this system: alarmkit reads a process's memory "
+                   "from /proc/self/statm (Linux); --wall-limit and --event-limit still apply\n")
+    rc, out, err = run(capsys, tmp_path, entry)  # the default, not asked for: nothing said
+    assert rc == 0 and err == ""
