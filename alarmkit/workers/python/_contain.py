@@ -93,6 +93,7 @@ class _State:
     memory: int | None = None  # memory_limit_mb of the simulation whose step runs
     base = 0  # resident pages as the running gated call began (with a memory limit)
     dozing = False  # the watchdog waits longer than MEMORY_POLL_S: a gated call with a memory limit wakes it
+    armed = False  # a gated call with a memory limit ran lately: the watchdog looks often, even between calls
     grew_mb = 0.0  # by how much the step that got MemoryLimit had grown the memory
 
 
@@ -262,20 +263,24 @@ def _watch() -> None:
     seen: Any = None
     since = time.monotonic()
     base = 0  # resident pages at the watchdog's first look at the step that runs
+    idle = 0  # looks in a row with no gated call running, while armed
     while True:
         st = STATE
         st.dozing = True  # then cleared, then the limits read: a gated call setting them after wakes the wait
         WAKE.clear()
         limit, memory = st.limit, st.memory if RSS_AVAILABLE else None
-        if not st.depth or memory is None:
+        if memory is None and not (st.armed and RSS_AVAILABLE):
             woken = WAKE.wait(0.5 if not st.depth or limit is None else max(0.01, min(0.5, limit / 8)))
             st.dozing = False
             if woken or not st.depth:  # woken: a call with a memory limit began, its limits to be read
                 seen = None if not st.depth else seen
                 continue
-        else:
+        else:  # armed: short looks even between calls, so a call need not wake it (a wake a call cost ~10 us)
             st.dozing = False
-            time.sleep(min(MEMORY_POLL_S[1], max(MEMORY_POLL_S[0], memory / 40_000)))
+            time.sleep(min(MEMORY_POLL_S[1], max(MEMORY_POLL_S[0], (memory or 2_048) / 40_000)))
+            idle = 0 if st.depth else idle + 1
+            if idle > 200:  # 200 looks (2-10 s) without a gated call: disarmed, dozing until the next one wakes it
+                st.armed, idle = False, 0
         limit, memory = st.limit, st.memory if RSS_AVAILABLE else None  # the run's now (a run may have ended
         # and another begun while it slept), read before st.base, which a gated call sets before them
         if not st.depth or (limit is None and memory is None):
@@ -322,8 +327,10 @@ def gate(fn: Callable, limit: float | None, memory: int | None, *args: Any) -> A
     if _watchdog is None:
         ensure_watchdog()
     st.depth += 1
-    if st.dozing and memory is not None:
-        WAKE.set()  # after the limits and the count are set: the watchdog clears, then reads them
+    if memory is not None:
+        st.armed = True
+        if st.dozing:
+            WAKE.set()  # after the limits and the count are set: the watchdog clears, then reads them
     st.serial += 1
     st.thread = threading.get_ident()
     try:

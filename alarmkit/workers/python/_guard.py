@@ -246,8 +246,10 @@ def _gated(sim: Any, inner: Callable) -> Callable:
         st.base = rss_pages() if memory is not None else 0  # one pread (~1 us) a run(), call() or step(), set
         st.kernel, st.limit, st.memory, st.thread = kernel, sim._wall_limit_s, memory, ident()  # before the limit
         st.depth += 1
-        if st.dozing and memory is not None:
-            WAKE.set()  # the watchdog, dozing, looks at once (_contain.gate)
+        if memory is not None:
+            st.armed = True
+            if st.dozing:
+                WAKE.set()  # the watchdog, dozing, looks at once (_contain.gate)
         st.serial += 1
         loop = no_loop()  # asyncio that needs a loop is refused by name in the worker's code (_noloop)
         try:
