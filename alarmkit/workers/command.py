@@ -150,6 +150,14 @@ def _check_paths(args: argparse.Namespace) -> None:
 
         note(args, "--memory-limit is not checked on this system: alarmkit reads a process's memory from "
                    "/proc/self/statm (Linux); --wall-limit and --event-limit still apply")
+    entry = getattr(args, "entry", None) or getattr(args, "entry_flag", None) or getattr(args, "worker", None)
+    if getattr(args, "memory_limit", None) not in (None, MEMORY_LIMIT_MB) and entry is not None:
+        from .._aliases import note
+        from ._load import SUFFIXES
+
+        if SUFFIXES.get(Path(entry).suffix.lower()) == "js":
+            note(args, "--memory-limit bounds a Python Worker's code; a JavaScript worker runs in node, which it "
+                       "does not reach (node's own heap limit applies)")
     for flag, value in (("the worker module", getattr(args, "entry", None) or getattr(args, "worker", None)),
                         ("--drive", args.drive), ("--wrangler", args.wrangler)):
         if value is not None and not Path(value).is_file():

@@ -78,3 +78,21 @@ def test_where_memory_cannot_be_read_the_command_says_the_limit_is_not_checked(t
                    "from /proc/self/statm (Linux); --wall-limit and --event-limit still apply\n")
     rc, out, err = run(capsys, tmp_path, entry)  # the default, not asked for: nothing said
     assert rc == 0 and err == ""
+
+
+@pytest.mark.parametrize("entry, said", [("src/index.ts", True), ("src/worker.MJS", True), ("src/entry.py", False)])
+def test_a_memory_limit_given_for_a_javascript_worker_is_said_not_to_reach_it(tmp_path, entry, said):
+    import argparse
+
+    from alarmkit._aliases import notes
+    from alarmkit.workers.command import _check_paths
+
+    path = tmp_path / entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    (tmp_path / "drive.json").write_text("{}")
+    for limit, expect in ((64, said), (2_048, False), (None, False)):  # the default or none: nothing to say
+        args = argparse.Namespace(entry=str(path), drive=str(tmp_path / "drive.json"), wrangler=None, memory_limit=limit)
+        _check_paths(args)
+        assert (notes(args) == ["--memory-limit bounds a Python Worker's code; a JavaScript worker runs in node, which "
+                                "it does not reach (node's own heap limit applies)"]) is expect, (limit, notes(args))
