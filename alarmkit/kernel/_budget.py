@@ -29,6 +29,25 @@ full size: 1,000,000 alarm lifecycles of 3 events); 5,000,000 leaves room above 
 built-in scenarios' own cap (``scenarios.work``, 2,000,000 units, about 1 GB): ``alarmkit worker`` on a
 re-arm storm stopped there at 600 MB peak RSS, after 188 s on the shared 2-core machine of 2026-12-04
 under a load of 8 (2,000,000 events: 341 MB, 43 s).
+
+And ``memory_limit_mb``: how much one step of a Python Worker's code may grow the process's resident
+memory (``xs = []; while True: xs.append(bytearray(10**6))`` in ``alarm()`` takes the machine's RAM well
+before ``wall_limit_s``). Growth, not the total: the process is shared (the journal's buffer, other
+simulations, a notebook's data), and a limit on the whole would stop whichever worker ran when the
+total passed it. The watchdog that enforces ``wall_limit_s`` reads ``/proc/self/statm`` (Linux; elsewhere
+the budget is unavailable and nothing is checked: ``RSS_AVAILABLE`` in ``workers/python/_contain``) every
+``limit / 40,000`` s within 10-50 ms (50 ms at the default) while a step of the worker's code runs, and past
+``memory_limit_mb`` MB (of 1,048,576 bytes) of growth raises ``MemoryLimit`` in the worker's code. A
+``run()``/``call()``'s first step is counted from the call's start (one ``pread`` of ~1 us as it begins), a
+later step from the watchdog's first look at it (its first 10-50 ms go uncounted); growth spread over many
+steps (a leak of a few KB a fire) is not this budget's: ``event_limit`` and the machine bound that. The
+default, 2,048 MB, is above the largest run's peak above (600 MB, the whole process). Measured 2026-12-05 on
+the shared 2-core machine (load 8-12): a 1 MB-a-chunk loop in ``alarm()`` stopped at 2,067 MB after 1.9 s
+at the default (64 MB: at 64-81 MB; 512 MB: at 513 MB); a 60,000-fire Python Worker storm took 0.81 s of
+CPU with the default and 0.82 s with no limit (medians of 8: within the noise; the 10 ms look of a small
+limit, +5%), and 5,000 ``sim.call()`` of an RPC returning at once 20.0 us each against 18.2 us (the read as
+each call begins). Between calls the watchdog keeps looking (armed) for 200 looks, so a call need not wake it
+(waking it cost ~10 us a call).
 """
 
 from __future__ import annotations
@@ -38,7 +57,8 @@ from typing import Any
 from ..errors import InvalidValue, RunawayError
 
 __all__ = ["STEP_LIMIT", "TIME_LIMIT_MS", "NO_LIMIT", "EVENT_LIMIT", "WALL_LIMIT_S", "check_limit", "check_seconds",
-           "over_step_limit", "past_time_limit", "over_event_limit", "over_wall_limit", "task_of", "KernelLimit", "SimLimit",
+           "over_step_limit", "past_time_limit", "over_event_limit", "over_wall_limit", "MEMORY_LIMIT_MB",
+           "MAX_MEMORY_MB", "check_megabytes", "over_memory_limit", "task_of", "KernelLimit", "SimLimit",
            "next_look"]
 
 STEP_LIMIT = 100_000  # kernel steps while the clock stands still
@@ -47,6 +67,8 @@ NO_LIMIT = 1 << 62  # what "no limit" compares as
 EVENT_LIMIT = 5_000_000  # journal events one run() or call() may add
 WALL_LIMIT_S = 60.0  # wall-clock seconds one step of a Python Worker's code may run
 MAX_WALL_S = 86_400.0
+MEMORY_LIMIT_MB = 2_048  # MB (2**20 bytes) one step of a Python Worker's code may grow the process's resident memory
+MAX_MEMORY_MB = 1 << 20  # a TB
 
 
 def check_limit(name: str, value: Any) -> int | None:
@@ -59,6 +81,13 @@ def check_seconds(name: str, value: Any) -> float | None:
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_WALL_S):
         return None if value is None else float(value)
     raise InvalidValue(f"{name} must be seconds in (0, {MAX_WALL_S:,.0f}] or None (no limit), got {value!r:.60}")
+
+
+def check_megabytes(name: str, value: Any) -> int | None:
+    if value is None or (value.__class__ is int and 1 <= value <= MAX_MEMORY_MB):
+        return value
+    raise InvalidValue(f"{name} must be a whole number of MB in 1..{MAX_MEMORY_MB:,} or None (no limit), "
+                       f"got {value!r:.60}")
 
 
 def next_look(flush_at: int, first_seq: int, cap: int, width: int) -> int:
@@ -89,6 +118,16 @@ def over_wall_limit(what: str, limit: float, where: str, outcome: str = "the obj
         f"(a synchronous endless loop, such as while True: pass?): {outcome}; "
         "if the code is only slow, raise the limit: Simulation(wall_limit_s=...) or sim.wall_limit_s = None "
         "for no limit (alarmkit worker --wall-limit S)"
+    )
+
+
+def over_memory_limit(what: str, limit: int, grew_mb: float, where: str,
+                      outcome: str = "the object was reset as a crash resets it") -> RunawayError:
+    return RunawayError(
+        f"{what} grew the process's memory by {grew_mb:,.0f} MB in one step without returning to the simulation "
+        f"(memory_limit_mb={limit:,}), stopped at {where} (an allocation that never ends, such as xs.append(...) "
+        f"in a loop?): {outcome}; if the code needs the memory, raise the limit: Simulation(memory_limit_mb=...) "
+        "or sim.memory_limit_mb = None for no limit (alarmkit worker --memory-limit MB)"
     )
 
 

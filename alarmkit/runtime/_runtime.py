@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 from ..journal import WIDTH, EventBuffer, EventRow, dump
 from ._backend import AlarmBackend
-from ..kernel import (EVENT_LIMIT, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, KernelLimit, SimLimit, check_limit, task_of,
-                      check_seconds)
+from ..kernel import (EVENT_LIMIT, NO_LIMIT, STEP_LIMIT, TIME_LIMIT_MS, WALL_LIMIT_S, MEMORY_LIMIT_MB, KernelLimit, SimLimit, check_limit, task_of,
+                      check_seconds, check_megabytes)
 from ._loops import WINDOW, budget_events, check_events, look_ahead
 from .._checks import MAX_MS, text, time_ms
 from ..journal import custom_event
@@ -61,10 +61,11 @@ class Simulation(AlarmDelivery):
         cpu_time: str | int | None = None,
         event_limit: int | None = EVENT_LIMIT,
         wall_limit_s: float | None = WALL_LIMIT_S,
+        memory_limit_mb: int | None = MEMORY_LIMIT_MB,
         **profile_changes: Any,
     ) -> None:
         """``step_limit``, ``time_limit_ms`` and ``event_limit`` bound each ``run()`` and ``call()``, and
-        ``wall_limit_s`` one step of a Python Worker's code (see ``kernel/_budget``).
+        ``wall_limit_s`` and ``memory_limit_mb`` one step of a Python Worker's code (see ``kernel/_budget``).
         ``start_ms`` is the clock's first reading, in 0..2**53: 0 (the default), or a real epoch such as
         ``1_767_225_600_000`` so ``Date.now()``-style values look real; the journal then opens with a
         ``clock_start`` event that figures subtract, so they show time since the start either way.
@@ -77,7 +78,7 @@ class Simulation(AlarmDelivery):
         self.profile = prof.replace(**profile_changes) if profile_changes else prof
         self.start_ms = time_ms("Simulation(start_ms=...)", start_ms)
         self.kernel = Kernel(seed, step_limit, time_limit_ms, start_ms=self.start_ms)
-        self.event_limit, self.wall_limit_s = event_limit, wall_limit_s
+        self.event_limit, self.wall_limit_s, self.memory_limit_mb = event_limit, wall_limit_s, memory_limit_mb
         self._event_cap = self._run_seq = NO_LIMIT  # the event seq this run() or call() stops past, and its first
         self.kernel.end_ms = MAX_MS  # the journal's times stop at 2**53 ms: a run reaching past it stops, naming why
         self.kernel.on_interrupt, self.kernel.describe = on_interrupt, describe
@@ -165,6 +166,7 @@ class Simulation(AlarmDelivery):
     step_limit = KernelLimit()  # kernel steps one run() or call() may take at one virtual instant (None: no limit)
     event_limit = SimLimit(check_limit)  # journal events one run() or call() may add (None: no limit)
     wall_limit_s = SimLimit(check_seconds)  # wall-clock seconds one step of a Python Worker's code may run
+    memory_limit_mb = SimLimit(check_megabytes)  # MB one step of a Python Worker's code may grow resident memory
     time_limit_ms = KernelLimit()  # virtual time one run() or call() with no until/limit may cover (None: no limit)
 
     def call(self, aw: Any, limit: int | None = None) -> Any:

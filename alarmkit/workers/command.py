@@ -3,7 +3,7 @@
 
     alarmkit worker --worker src/entry.py [--wrangler wrangler.jsonc] [--bind NAME=Class] --drive drive.json
                     [--db journal.duckdb] [--report out.html] [--seed N] [--profile P] [--json]
-                    [--event-limit N] [--wall-limit S]
+                    [--event-limit N] [--wall-limit S] [--memory-limit MB]
     alarmkit explore --worker src/entry.py --drive drive.json [--invariant expect] [--seeds N] ...
 
 Exit codes: 0 the run (or search) found nothing broken; 1 a drive expectation failed or an invariant broke
@@ -23,7 +23,7 @@ from typing import Any
 
 from .._text import clean as _clean
 from ..errors import AlarmkitError, WorkerError
-from ..kernel import EVENT_LIMIT, MAX_WALL_S, WALL_LIMIT_S
+from ..kernel import EVENT_LIMIT, MAX_MEMORY_MB, MAX_WALL_S, MEMORY_LIMIT_MB, WALL_LIMIT_S
 
 __all__ = ["add_arguments", "add_explore_arguments", "run_command", "run_explore", "clean", "refuse_worker_flags"]
 
@@ -49,10 +49,13 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help=f"journal events one run of the drive may add before it stops (default {EVENT_LIMIT:,}; 0: no limit)")
     p.add_argument("--wall-limit", type=_wall_limit, default=WALL_LIMIT_S, metavar="S",
                    help=f"wall-clock seconds one step of a Python Worker's code may run (default {WALL_LIMIT_S:g}; 0: no limit)")
+    p.add_argument("--memory-limit", type=_memory_limit, default=MEMORY_LIMIT_MB, metavar="MB",
+                   help=f"MB one step of a Python Worker's code may grow the process's memory (default "
+                        f"{MEMORY_LIMIT_MB:,}; 0: no limit; Linux only)")
 
 
 _WORKER_ONLY = {"drive": None, "wrangler": None, "bind": [], "compat": None, "event_limit": EVENT_LIMIT,
-                "wall_limit": WALL_LIMIT_S}  # --invariant works with a scenario too (explore checks only those)
+                "wall_limit": WALL_LIMIT_S, "memory_limit": MEMORY_LIMIT_MB}  # --invariant works with a scenario too
 
 
 def refuse_worker_flags(args: argparse.Namespace) -> None:
@@ -113,6 +116,17 @@ def _wall_limit(text: str) -> float | None:
     return value or None
 
 
+def _memory_limit(text: str) -> int | None:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_MEMORY_MB:
+        raise argparse.ArgumentTypeError(f"--memory-limit takes whole MB in 0..{MAX_MEMORY_MB:,} (0: no limit), got "
+                                         f"{clean(text, 40)!r}; the default is {MEMORY_LIMIT_MB:,}")
+    return value or None
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -129,6 +143,21 @@ def _fail(err: BaseException) -> int:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
+    from .python._contain import RSS_AVAILABLE
+
+    if getattr(args, "memory_limit", None) not in (None, MEMORY_LIMIT_MB) and not RSS_AVAILABLE:
+        from .._aliases import note
+
+        note(args, "--memory-limit is not checked on this system: alarmkit reads a process's memory from "
+                   "/proc/self/statm (Linux); --wall-limit and --event-limit still apply")
+    entry = getattr(args, "entry", None) or getattr(args, "entry_flag", None) or getattr(args, "worker", None)
+    if getattr(args, "memory_limit", None) not in (None, MEMORY_LIMIT_MB) and entry is not None:
+        from .._aliases import note
+        from ._load import SUFFIXES
+
+        if SUFFIXES.get(Path(entry).suffix.lower()) == "js":
+            note(args, "--memory-limit bounds a Python Worker's code; a JavaScript worker runs in node, which it "
+                       "does not reach (node's own heap limit applies)")
     for flag, value in (("the worker module", getattr(args, "entry", None) or getattr(args, "worker", None)),
                         ("--drive", args.drive), ("--wrangler", args.wrangler)):
         if value is not None and not Path(value).is_file():
@@ -173,7 +202,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = run_worker(args.entry, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
                             compatibility_date=args.compat, seed=args.seed, journal=journal, profile=args.profile,
-                            event_limit=args.event_limit, wall_limit_s=args.wall_limit)
+                            event_limit=args.event_limit, wall_limit_s=args.wall_limit,
+                            memory_limit_mb=args.memory_limit)
         verdict = result.verdict  # read while the journal is open (a journaled run's events live there)
         if report is not None:
             export_html(result, report)
@@ -217,7 +247,7 @@ def _precheck(args: argparse.Namespace, drive: Any) -> None:
     from ..runtime import Simulation
     from ._load import load_worker
 
-    worker = load_worker(Simulation(seed=0, wall_limit_s=args.wall_limit), args.entry if getattr(args, "entry", None) else getattr(args, "worker", None),
+    worker = load_worker(Simulation(seed=0, wall_limit_s=args.wall_limit, memory_limit_mb=args.memory_limit), args.entry if getattr(args, "entry", None) else getattr(args, "worker", None),
                          bindings=dict(args.bind) or None, wrangler=args.wrangler, compatibility_date=args.compat)
     drive.check(worker)
 
@@ -322,6 +352,7 @@ def _explore(args: argparse.Namespace) -> int:
     result = explore_worker(
         args.worker, args.drive, wrangler=args.wrangler, bindings=dict(args.bind) or None,
         compatibility_date=args.compat, event_limit=args.event_limit, wall_limit_s=args.wall_limit,
+        memory_limit_mb=args.memory_limit,
         faults=faults, seeds=args.seeds, depth=args.depth,
         crash_points=None if args.crash_points == "none" else args.crash_points, workers=args.workers,
         journal=args.db, out=args.out, progress=not args.json, strict=args.strict,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import WorkerError
-from ..kernel import EVENT_LIMIT, WALL_LIMIT_S
+from ..kernel import EVENT_LIMIT, MEMORY_LIMIT_MB, WALL_LIMIT_S
 
 __all__ = ["run_worker", "explore_worker", "scenario_fn", "registered", "register", "SCENARIO", "worker_params"]
 
@@ -26,13 +26,15 @@ NO_EXPECT = ("the drive states no expectations, so nothing was checked at the en
 
 
 def scenario_fn(sim: Any, entry: str = "", drive: str = "", wrangler: str = "", bindings: Any = {},  # noqa: B006
-                compatibility_date: str = "", event_limit: int = EVENT_LIMIT, wall_limit_s: float = WALL_LIMIT_S) -> dict:
-    """Load ``entry`` into ``sim`` and run ``drive``: the ``"worker"`` scenario. ``event_limit`` and
-    ``wall_limit_s`` are the simulation's budgets (0: no limit)."""
+                compatibility_date: str = "", event_limit: int = EVENT_LIMIT, wall_limit_s: float = WALL_LIMIT_S,
+                memory_limit_mb: int = MEMORY_LIMIT_MB) -> dict:
+    """Load ``entry`` into ``sim`` and run ``drive``: the ``"worker"`` scenario. ``event_limit``,
+    ``wall_limit_s`` and ``memory_limit_mb`` are the simulation's budgets (0: no limit)."""
     from ._load import load_worker
 
     sim.event_limit = event_limit or None
     sim.wall_limit_s = wall_limit_s or None
+    sim.memory_limit_mb = memory_limit_mb or None
     from .drive import load_drive, run_drive
 
     worker = load_worker(sim, entry or None, bindings=dict(bindings) or None, wrangler=wrangler or None,
@@ -77,13 +79,14 @@ def register() -> None:
 
 def worker_params(entry: str | Path | None, drive: str | Path, wrangler: str | Path | None = None,
                   bindings: dict | None = None, compatibility_date: str | None = None,
-                  event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S) -> dict:
+                  event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S,
+                  memory_limit_mb: int | None = MEMORY_LIMIT_MB) -> dict:
     """The scenario's parameters: absolute paths (worker processes resolve them alike), class names as text."""
     if bindings is not None:
         if not isinstance(bindings, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()):
             raise WorkerError("run_worker and explore_worker take bindings as binding name -> class name (text); "
                               "to bind a Python object, use sim.load_worker(..., bindings=...) directly")
-    from ..kernel import check_limit, check_seconds
+    from ..kernel import check_limit, check_megabytes, check_seconds
 
     params = {"entry": str(Path(entry).resolve()) if entry else "", "drive": str(Path(drive).resolve()),
               "wrangler": str(Path(wrangler).resolve()) if wrangler else "", "bindings": dict(bindings or {}),
@@ -92,33 +95,39 @@ def worker_params(entry: str | Path | None, drive: str | Path, wrangler: str | P
         params["event_limit"] = check_limit("event_limit", event_limit) or 0
     if wall_limit_s != WALL_LIMIT_S:
         params["wall_limit_s"] = check_seconds("wall_limit_s", wall_limit_s) or 0.0
+    if memory_limit_mb != MEMORY_LIMIT_MB:
+        params["memory_limit_mb"] = check_megabytes("memory_limit_mb", memory_limit_mb) or 0
     return params
 
 
 def run_worker(entry: str | Path | None, drive: str | Path, *, wrangler: str | Path | None = None,
                bindings: dict | None = None, compatibility_date: str | None = None, seed: int = 0,
                journal: Any = None, profile: str | None = None, faults: Any = None,
-               event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S) -> Any:
+               event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S,
+               memory_limit_mb: int | None = MEMORY_LIMIT_MB) -> Any:
     """Run ``drive`` against the worker at ``entry`` in a fresh simulation; a ``RunResult`` (its summary has
-    ``requests``, ``failed``, ``pending``, ``expect_failures``, ``outcomes``, ``logs``). ``event_limit`` and
-    ``wall_limit_s``: the simulation's budgets (``Simulation``; None for no limit)."""
+    ``requests``, ``failed``, ``pending``, ``expect_failures``, ``outcomes``, ``logs``). ``event_limit``,
+    ``wall_limit_s`` and ``memory_limit_mb``: the simulation's budgets (``Simulation``; None for no limit)."""
     from ..scenarios import run_scenario
 
-    params = worker_params(entry, drive, wrangler, bindings, compatibility_date, event_limit, wall_limit_s)
+    params = worker_params(entry, drive, wrangler, bindings, compatibility_date, event_limit, wall_limit_s,
+                           memory_limit_mb)
     with registered():
         return run_scenario(SCENARIO, seed=seed, journal=journal, profile=profile, faults=faults, **params)
 
 
 def explore_worker(entry: str | Path | None, drive: str | Path, *, wrangler: str | Path | None = None,
                    bindings: dict | None = None, compatibility_date: str | None = None,
-                   event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S, **kwargs: Any) -> Any:
+                   event_limit: int | None = EVENT_LIMIT, wall_limit_s: float | None = WALL_LIMIT_S,
+                   memory_limit_mb: int | None = MEMORY_LIMIT_MB, **kwargs: Any) -> Any:
     """``alarmkit.explore`` on the worker and its drive (``kwargs``: ``seeds``, ``faults``, ``depth``,
     ``crash_points``, ``invariants``, ``workers``, ``journal``, ``out``...); an ``Exploration``. The drive's
     ``expect`` entries are checked in every run (the ``expect`` invariant); a drive without them leaves
     ``expect`` out of the invariants counted and says so in ``notes``."""
     from ..explore import explore
 
-    params = worker_params(entry, drive, wrangler, bindings, compatibility_date, event_limit, wall_limit_s)
+    params = worker_params(entry, drive, wrangler, bindings, compatibility_date, event_limit, wall_limit_s,
+                           memory_limit_mb)
     modules = list(kwargs.pop("modules", ())) + ["alarmkit.workers._scenario"]
     with registered():
         found = explore(SCENARIO, params=params, modules=modules, **kwargs)

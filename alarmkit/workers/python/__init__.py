@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import WorkerError
-from ...kernel import over_wall_limit
+from ...kernel import over_memory_limit, over_wall_limit
 from .._base import Request as BaseRequest, Response as BaseResponse, Var, Worker, names
 from ._convert import JsDict
 from ._env import JsEnv, JsNamespace, relaxed, rpc_methods
-from ._contain import WallClockLimit, gate, install
+from ._contain import STATE, MemoryLimit, WallClockLimit, gate, install
 from ._noloop import without_loop
 from ._guard import gate_steps, guarded, printer, where_stopped
 from ._importer import Isolated
@@ -129,7 +129,11 @@ def load(sim: Any, path: Path, bindings: dict[str, Any], compat: str) -> PythonW
     shims = make_modules(worker, worker.sdk)
     isolated = Isolated(path.parent, shims, printer(worker))
     try:
-        worker.module = mod = gate(without_loop(isolated.load_entry), sim.wall_limit_s, path)
+        worker.module = mod = gate(without_loop(isolated.load_entry), sim.wall_limit_s, sim.memory_limit_mb, path)
+    except MemoryLimit as err:
+        where, err.__traceback__ = where_stopped(err), None
+        raise WorkerError(str(over_memory_limit(f"importing {path}", sim.memory_limit_mb or 0, STATE.grew_mb, where,
+                                                "the worker was not loaded"))) from None
     except WallClockLimit as err:
         raise WorkerError(str(over_wall_limit(f"importing {path}", sim.wall_limit_s or 0, where_stopped(err),
                                               "the worker was not loaded"))) from None

@@ -24,6 +24,10 @@ The watchdog: a daemon thread that, while a gated step has run for ``Simulation.
 wall-clock time without another step starting, raises ``WallClockLimit`` (a ``BaseException``, so
 ``except Exception`` in the worker does not swallow it) in the thread running the step, when that thread
 is in the worker's own code (``PyThreadState_SetAsyncExc``). ``gate`` turns it into a one-line error.
+With ``Simulation.memory_limit_mb`` set it also looks, every 10-50 ms while a gated step runs, at the process's
+resident memory (``/proc/self/statm``, one ``pread`` of ~1 us; ``RSS_AVAILABLE`` is False where there is
+none, and then memory is not checked): a step whose memory grew past the limit since the watchdog first saw
+it gets ``MemoryLimit`` (a ``WallClockLimit``, so every place that passes one on passes it) the same way.
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ from typing import Any, Callable
 
 from ...errors import WorkerUnsupported
 
-__all__ = ["install", "register_file", "gate", "ensure_watchdog", "WallClockLimit", "owner_frame", "STATE",
-           "sqlite_in_memory"]
+__all__ = ["install", "register_file", "gate", "ensure_watchdog", "WallClockLimit", "MemoryLimit", "owner_frame",
+           "STATE", "sqlite_in_memory", "RSS_AVAILABLE", "rss_pages", "PAGE_MB"]
 
 _ALARMKIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _LIBS = tuple(sorted({os.path.join(p, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -52,18 +56,52 @@ class WallClockLimit(BaseException):
     """Raised by the watchdog in a worker's code that ran past the wall-clock limit (``gate`` reports it)."""
 
 
+class MemoryLimit(WallClockLimit):
+    """Raised by the watchdog in a worker's code that grew the process's memory past ``memory_limit_mb``
+    in one step (``STATE.grew_mb``: by how much, when it was raised)."""
+
+
+def _statm() -> int:
+    try:
+        return os.open("/proc/self/statm", os.O_RDONLY)
+    except OSError:
+        return -1
+
+
+_STATM = _statm()
+RSS_AVAILABLE = _STATM >= 0  # Linux: memory_limit_mb is checked; elsewhere it is not (docs/workers.md)
+PAGE_MB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
+MEMORY_POLL_S = (0.01, 0.05)  # the watchdog's look at memory: every limit/40,000 s within these (2,048 MB: 50 ms)
+
+
+def rss_pages() -> int:
+    """The process's resident memory in pages (0 where it cannot be read)."""
+    if not RSS_AVAILABLE:
+        return 0  # not Linux (Windows has no os.pread either)
+    try:
+        return int(os.pread(_STATM, 128, 0).split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class _State:
     depth = 0  # gated calls running (a worker's import inside a step nests)
     serial = 0  # gated calls started so far: with the running kernel's clock and steps, the progress the watchdog sees
     kernel: Any = None  # the kernel of the simulation running (its now and _steps change at every step)
     thread = 0  # the thread running the gated step
     limit: float | None = 60.0  # wall_limit_s of the simulation whose step runs
+    memory: int | None = None  # memory_limit_mb of the simulation whose step runs
+    base = 0  # resident pages as the running gated call began (with a memory limit)
+    dozing = False  # the watchdog waits longer than MEMORY_POLL_S: a gated call with a memory limit wakes it
+    armed = False  # a gated call with a memory limit ran lately: the watchdog looks often, even between calls
+    grew_mb = 0.0  # by how much the step that got MemoryLimit had grown the memory
 
 
 STATE = _State()
 _installed = False
 _watchdog: threading.Thread | None = None
 _lock = threading.Lock()
+WAKE = threading.Event()  # set when a gated call with a memory limit starts: a dozing watchdog looks at once
 
 NETWORK = {"socket.__new__", "socket.connect", "socket.connect_ex", "socket.bind", "socket.sendto", "socket.sendmsg",
            "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr",
@@ -224,26 +262,52 @@ def _watch() -> None:
     """The watchdog thread's loop: see the module docstring."""
     seen: Any = None
     since = time.monotonic()
+    base = 0  # resident pages at the watchdog's first look at the step that runs
+    idle = 0  # looks in a row with no gated call running, while armed
     while True:
         st = STATE
-        limit = st.limit
-        time.sleep(0.5 if limit is None else max(0.01, min(0.5, limit / 8)))
-        if not st.depth or limit is None:
+        st.dozing = True  # then cleared, then the limits read: a gated call setting them after wakes the wait
+        WAKE.clear()
+        limit, memory = st.limit, st.memory if RSS_AVAILABLE else None
+        if memory is None and not (st.armed and RSS_AVAILABLE):
+            woken = WAKE.wait(0.5 if not st.depth or limit is None else max(0.01, min(0.5, limit / 8)))
+            st.dozing = False
+            if woken or not st.depth:  # woken: a call with a memory limit began, its limits to be read
+                seen = None if not st.depth else seen
+                continue
+        else:  # armed: short looks even between calls, so a call need not wake it (a wake a call cost ~10 us)
+            st.dozing = False
+            time.sleep(min(MEMORY_POLL_S[1], max(MEMORY_POLL_S[0], (memory or 2_048) / 40_000)))
+            idle = 0 if st.depth else idle + 1
+            if idle > 200:  # 200 looks (2-10 s) without a gated call: disarmed, dozing until the next one wakes it
+                st.armed, idle = False, 0
+        limit, memory = st.limit, st.memory if RSS_AVAILABLE else None  # the run's now (a run may have ended
+        # and another begun while it slept), read before st.base, which a gated call sets before them
+        if not st.depth or (limit is None and memory is None):
             seen = None
             continue
         now = time.monotonic()
         k = st.kernel
         progress = (st.serial, None if k is None else k.now, None if k is None else k._steps)
-        if progress != seen:
+        over: Any = None
+        if progress != seen:  # a step not seen before: its base is this reading, or, for the first step seen of
+            # a gated call, the reading the call took as it began (a run's first step is counted from its start)
+            fresh = seen is None or seen[0] != progress[0]
             seen, since = progress, now
+            base = (st.base if fresh else rss_pages()) if memory is not None else 0
+        elif limit is not None and now - since >= limit:
+            over = WallClockLimit
+        if memory is not None and (grew := (rss_pages() - base) * PAGE_MB) > memory:
+            over = MemoryLimit
+        if over is None:
             continue
-        if now - since < limit:
-            continue
-        frame = sys._current_frames().get(st.thread)
-        if owner_frame(frame)[0] != "worker":
+        # no frame kept between looks: the worker's frame (and what its locals hold) would outlive the stop
+        if owner_frame(sys._current_frames().get(st.thread))[0] != "worker":
             continue  # alarmkit's own work, or code outside the worker: it is left alone
         since = now  # raised again after another limit if the code catches it and goes on
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(st.thread), ctypes.py_object(WallClockLimit))
+        if over is MemoryLimit:
+            st.grew_mb, base = grew, rss_pages()
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(st.thread), ctypes.py_object(over))
 
 
 def ensure_watchdog() -> None:
@@ -255,13 +319,18 @@ def ensure_watchdog() -> None:
                 _watchdog.start()
 
 
-def gate(fn: Callable, limit: float | None, *args: Any) -> Any:
+def gate(fn: Callable, limit: float | None, memory: int | None, *args: Any) -> Any:
     """``fn(*args)`` as simulated code: the hook refuses in it, and the watchdog watches it."""
     st = STATE
-    st.limit = limit
+    st.base = rss_pages() if memory is not None else 0  # before the limits: the watchdog reads them first
+    st.limit, st.memory = limit, memory
     if _watchdog is None:
         ensure_watchdog()
     st.depth += 1
+    if memory is not None:
+        st.armed = True
+        if st.dozing:
+            WAKE.set()  # after the limits and the count are set: the watchdog clears, then reads them
     st.serial += 1
     st.thread = threading.get_ident()
     try:

@@ -10,7 +10,8 @@ steps gated (``_contain``).
 - ``printer(worker)``: the worker's ``print``: each call one ``console`` line (level ``log``, or ``error``
   with ``file=sys.stderr``) in the journal and in ``w.logs``, never on stdout.
 - ``gate_steps(sim)``: ``sim``'s runs are simulated code (``_contain``: the hook refuses in them, the
-  watchdog watches them); a step the watchdog stopped is a one-line ``RunawayError``.
+  watchdog watches them); a step the watchdog stopped (``wall_limit_s``, ``memory_limit_mb``) is a one-line
+  ``RunawayError``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any, Callable
 
 from ..._text import name_of, text_of
 from ...errors import WorkerFailure
-from ...kernel import NO_LIMIT, over_wall_limit
-from ._contain import STATE, WallClockLimit, _FILES, ensure_watchdog
+from ...kernel import NO_LIMIT, over_memory_limit, over_wall_limit
+from ._contain import STATE, WAKE, MemoryLimit, WallClockLimit, _FILES, ensure_watchdog, rss_pages
 from ._noloop import enter as no_loop, leave as leave_loop
 
 __all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task",
@@ -240,18 +241,27 @@ def _gated(sim: Any, inner: Callable) -> Callable:
     st, kernel, ident = STATE, sim.kernel, threading.get_ident
 
     def gated(*args: Any, **kwargs: Any) -> Any:
-        outer = st.kernel, st.limit
-        st.kernel, st.limit, st.thread = kernel, sim._wall_limit_s, ident()
+        outer = st.kernel, st.limit, st.memory
+        memory = sim._memory_limit_mb
+        st.base = rss_pages() if memory is not None else 0  # one pread (~1 us) a run(), call() or step(), set
+        st.kernel, st.limit, st.memory, st.thread = kernel, sim._wall_limit_s, memory, ident()  # before the limit
         st.depth += 1
+        if memory is not None:
+            st.armed = True
+            if st.dozing:
+                WAKE.set()  # the watchdog, dozing, looks at once (_contain.gate)
         st.serial += 1
         loop = no_loop()  # asyncio that needs a loop is refused by name in the worker's code (_noloop)
         try:
             return inner(*args, **kwargs)
+        except MemoryLimit as err:
+            where, err.__traceback__ = where_stopped(err), None  # the frames (and what they hold) let go
+            raise over_memory_limit(_object_of(err), st.memory or 0, st.grew_mb, where) from None
         except WallClockLimit as err:
             raise over_wall_limit(_object_of(err), st.limit or 0, where_stopped(err)) from None
         finally:
             leave_loop(loop)
             st.depth -= 1
-            st.kernel, st.limit = outer
+            st.kernel, st.limit, st.memory = outer
 
     return gated
