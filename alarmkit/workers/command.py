@@ -52,7 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 _WORKER_ONLY = {"drive": None, "wrangler": None, "bind": [], "compat": None, "event_limit": EVENT_LIMIT,
-                "wall_limit": WALL_LIMIT_S, "invariant": None}
+                "wall_limit": WALL_LIMIT_S}  # --invariant is read for a scenario too (explore(invariants=...))
 
 
 def refuse_worker_flags(args: argparse.Namespace) -> None:
@@ -62,7 +62,7 @@ def refuse_worker_flags(args: argparse.Namespace) -> None:
     if given:
         flags = ", ".join("--" + k.replace("_", "-") for k in given)
         raise AlarmkitError(f"explore {clean(args.scenario, 60)}: {flags} only work{'s' * (len(given) == 1)} with --worker ENTRY --drive FILE "
-                            "(a built-in scenario has its own drive, limits and invariants); drop them, or explore "
+                            "(a built-in scenario has its own drive and limits); drop them, or explore "
                             "your worker: alarmkit explore --worker ENTRY --drive FILE")
 
 

@@ -181,7 +181,7 @@ def test_a_drive_expectation_that_fails_exits_1_and_says_which(project, capsys):
     (["explore", "lease-normal", "--worker", "{w}", "--drive", "{d}"], "not both"),
     # a flag only explore --worker reads, given with a scenario: it was ignored (--event-limit 1: exit 0, every run)
     *[(["explore", "lease-normal", *flag], f"explore lease-normal: {flag[0]} only works with --worker ENTRY --drive FILE")
-      for flag in (["--event-limit", "1"], ["--event-limit", "0"], ["--wall-limit", "2"], ["--invariant", "expect"],
+      for flag in (["--event-limit", "1"], ["--event-limit", "0"], ["--wall-limit", "2"],
                    ["--drive", "{d}"], ["--bind", "BOX=Box"], ["--compat", "2026-01-01"], ["--wrangler", "{d}"])],
     (["explore", "--worker", "{w}", "--drive", "{d}", "--bind", "BOX=Box", "--invariant", "nope", "--workers", "1"],
      "unknown invariant 'nope'"),
