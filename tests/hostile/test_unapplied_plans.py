@@ -50,3 +50,34 @@ def test_a_plan_that_applied_adds_no_warning_to_the_report(tmp_path):
         assert r.unapplied == {}
         page = export_run(j, r.run_id, tmp_path / "r.html").read_text()
     assert "fault plan not applied" not in page and "never applied" not in page
+
+
+BIG = 100_000
+
+
+@pytest.mark.parametrize("plan, start", [
+    ({"crashes": [{**CRASH, "task": "rpc:" + "x" * BIG}]}, "crashes[0]: task 'rpc:xxx"),
+    ({"crashes": [{**CRASH, "object": "o" * BIG}]}, "crashes[0]: object 'ooo"),
+    ({"effect_throws": [{"effect": "e" * BIG}]}, "effect_throws[0]: effect 'eee"),
+    ({"crashes": [{**CRASH, "task": f"rpc:t{i}"} for i in range(500)]}, "crashes[0]: task 'rpc:t0'"),
+])
+def test_a_warning_quotes_a_huge_name_or_plan_cut_short(plan, start):
+    """A 100,000-character name made a 100 KB warning line (500 entries: every reason on one line)."""
+    r = run_scenario("lease-ledger", faults=ak.FaultPlan.from_dict(plan))
+    line = next(w.text for w in r.verdict.warnings if w.invariant == "fault plan not applied")
+    assert start in line and len(line) < 1_500 and "\n" not in line, len(line)
+    assert len(r.unapplied) == len(plan[next(iter(plan))])  # the result still holds every entry
+
+
+@pytest.mark.parametrize("crashes, start", [
+    ([{"task": "Z" * 10**6, "invocation": 1, "at_await": 1}], "fault plan field 'crashes[0].task' must be one of"),
+    ([{"task": "alarm", "invocation": "9" * 10**5, "at_await": 1}], "fault plan field 'crashes[0].invocation' must be"),
+    ("x" * 10**6, "fault plan field 'crashes' must be a list of tables"),
+    ([{"k" * 10**6: 1}], "unknown fault plan field 'crashes[0].kkk"),
+    ([{1: 1, "x": 2, **CRASH}], "unknown fault plan field 'crashes[0].1'; allowed fields:"),  # was a raw TypeError
+])
+def test_a_bad_plan_is_one_short_line_naming_the_field(crashes, start):
+    with pytest.raises(ak.FaultPlanError) as err:
+        ak.FaultPlan(crashes=crashes)
+    text = str(err.value)
+    assert text.startswith(start) and len(text) < 400 and "\n" not in text, text[:300]
