@@ -11,7 +11,8 @@ schedule or wait for a signal refuse by name (``WorkerUnsupported``, one line, d
 
 The worker's ``sys`` is a copy of the real one: its ``stdout`` and ``stderr`` are the worker's console, as
 its ``print`` is (each line a ``console`` event, ``log`` or ``error``; ``close()`` closes nothing: the
-command's own output crashed on ``sys.stdout.close()``); its ``modules`` reads the process's and keeps
+command's own output crashed on ``sys.stdout.close()``); its ``modules`` names the worker's own modules
+first (``_importer.Isolated``: ``sys.modules['sys']`` is this copy), then reads the process's, and keeps
 what the worker writes to itself (``sys.modules['time'] = None`` broke alarmkit's own imports);
 what sets the interpreter for every object and alarmkit (``setrecursionlimit``, ``settrace``,
 ``setprofile``, ``addaudithook``, ``setswitchinterval``, ``set_int_max_str_digits``) is refused by name.

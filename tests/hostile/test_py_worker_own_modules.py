@@ -1,0 +1,78 @@
+"""A Python Worker's ``sys.modules`` names the modules its ``import`` gives it: its own ``sys``, ``signal``,
+``os``, ``time``, ``builtins``... and its own modules. ``sys.modules['sys']`` was the process's ``sys``, so
+``sys.modules['sys'].setrecursionlimit(50)`` changed the interpreter for alarmkit and every object (the
+worker's own ``sys`` refuses it), ``sys.modules['sys'].stdout.close()`` closed the command's output (a
+traceback instead of the run's JSON), and ``sys.modules[__name__]`` raised KeyError."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from alarmkit.workers import run_worker
+
+WORKER = '''
+import asyncio, builtins, os, signal, sys, time
+from workers import DurableObject
+
+class W(DurableObject):
+    async def go(self):
+{body}
+'''
+
+
+def _run(tmp_path, body: str):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "entry.py").write_text(WORKER.format(body=textwrap.indent(body, " " * 8)))
+    (tmp_path / "drive.json").write_text(json.dumps({"steps": [{"at": 0, "call": "W", "name": "a", "method": "go"}],
+                                                     "until": 1000}))
+    r = run_worker(tmp_path / "src" / "entry.py", tmp_path / "drive.json", bindings={"W": "W"})
+    return r["outcomes"][0]
+
+
+@pytest.mark.parametrize("name", ["sys", "signal", "os", "time", "asyncio", "builtins"])
+def test_sys_modules_holds_the_workers_own_module(tmp_path, name):
+    out = _run(tmp_path, f"return sys.modules[{name!r}] is {name}")
+    assert out.get("value") is True, out
+
+
+def test_sys_modules_holds_the_workers_own_module_by_its_name(tmp_path):
+    assert _run(tmp_path, "return sys.modules[__name__].W is W").get("value") is True
+
+
+@pytest.mark.parametrize("body, refused", [
+    ("sys.modules['sys'].setrecursionlimit(50)", "sys.setrecursionlimit(50) in the worker's code at "),
+    ("sys.modules['signal'].alarm(1)", "signal.alarm(1) in the worker's code at "),
+])
+def test_the_process_settings_stay_out_of_reach_through_sys_modules(tmp_path, body, refused):
+    import signal
+    import sys
+
+    limit, timer = sys.getrecursionlimit(), signal.getitimer(signal.ITIMER_REAL)  # pytest-timeout's, if any
+    try:
+        out = _run(tmp_path, body + "\nreturn 'reached'")
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert sys.getrecursionlimit() == limit and not 0 < left <= 1.0  # no limit of 50, no 1 s timer
+        assert refused in out.get("error", ""), out
+    finally:  # a regression must not leave this test process with a recursion limit of 50 or a 1 s SIGALRM
+        sys.setrecursionlimit(limit)
+        if 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 1.0:
+            signal.setitimer(signal.ITIMER_REAL, *timer)
+
+
+def test_closing_sys_modules_sys_stdout_closes_only_the_console(tmp_path):
+    """In a child process: it closed the command's stdout (a ValueError traceback, no JSON)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "src").mkdir()
+    body = "sys.modules['sys'].stdout.close()\nprint('still')\nreturn 'closed'"
+    (tmp_path / "src" / "entry.py").write_text(WORKER.format(body=textwrap.indent(body, " " * 8)))
+    (tmp_path / "drive.json").write_text(json.dumps({"steps": [{"at": 0, "call": "W", "name": "a", "method": "go"}]}))
+    p = subprocess.run([sys.executable, "-m", "alarmkit", "worker", "--worker", "src/entry.py", "--bind", "W=W",
+                        "--drive", "drive.json", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=os.environ.copy())
+    assert p.returncode == 0 and p.stderr == "", p.stderr[-400:]
+    assert json.loads(p.stdout)["outcomes"][0]["value"] == "closed"
