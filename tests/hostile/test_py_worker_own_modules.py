@@ -76,3 +76,34 @@ def test_closing_sys_modules_sys_stdout_closes_only_the_console(tmp_path):
                        env=os.environ.copy())
     assert p.returncode == 0 and p.stderr == "", p.stderr[-400:]
     assert json.loads(p.stdout)["outcomes"][0]["value"] == "closed"
+
+
+@pytest.mark.parametrize("body, refused", [
+    # the same limit it has: harmless if it went through (RLIMIT_CPU (1, 1) had the kernel kill the command, -9)
+    ("import resource; resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))",
+     "resource.setrlimit(7, ("),
+    ("import resource; resource.prlimit(0, resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE))",
+     "resource.prlimit(0, 7, ("),
+    # an hour away, and cancelled below if it went through (exit=True after 1 s ended the command, exit 1)
+    ("import faulthandler; faulthandler.dump_traceback_later(3600)", "faulthandler.dump_traceback_later(3600) in "),
+    ("import faulthandler; faulthandler.cancel_dump_traceback_later()", "faulthandler.cancel_dump_traceback_later() in"),
+    ("sys.modules['faulthandler'].dump_traceback_later(3600)", "faulthandler.dump_traceback_later(3600) in "),
+])
+def test_the_process_limits_and_crash_handlers_are_refused_by_name(tmp_path, body, refused):
+    import faulthandler
+
+    try:
+        out = _run(tmp_path, body + "\nreturn 'reached'")
+    finally:
+        if "dump_traceback_later(3600)" in body:
+            faulthandler.cancel_dump_traceback_later()
+    assert out.get("error", "").startswith("WorkerUnsupported: " + refused), out
+
+
+@pytest.mark.parametrize("body, value", [
+    ("import resource; return resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 0", True),
+    ("import resource; return resource.prlimit(0, resource.RLIMIT_NOFILE)[0] > 0", True),
+    ("import faulthandler; return faulthandler.is_enabled() in (True, False)", True),
+])
+def test_reading_them_still_works(tmp_path, body, value):
+    assert _run(tmp_path, body).get("value") is value

@@ -22,7 +22,7 @@ from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line, start_task
 from ._noloop import own_loop, run
-from ._process import make_signal, make_sys
+from ._process import make_faulthandler, make_signal, make_sys
 from ._sdk import outbound_fetch
 from ._unaudited import make_unaudited
 
@@ -245,5 +245,5 @@ def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleTy
     pkg, ffi = _pyodide()
     return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
             "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk, "signal": make_signal(),
-            "sys": make_sys(worker),
+            "sys": make_sys(worker), "faulthandler": make_faulthandler(),
             **make_unaudited()}
