@@ -14,7 +14,7 @@ journal takes the packed layout at its first ``write_events`` or ``add_runs``; u
 from ._events import PACKED_SQL, WIDTH, EventBatch, EventBuffer, EventRow, arm_detail, direction, dump, render_packed
 from ._frames import BATCH_SIZE, EVENT_COLUMNS, EVENT_KINDS, check_frame, effect_idents, frame_rows, rows_to_frame
 from ._journal import Journal, check_duckdb_file
-from ._verdict import Finding, Verdict, verdict_of, verdict_of_events, with_plan_warning
+from ._verdict import Finding, Verdict, verdict_of, verdict_of_events
 from ._library import Schedule, library_schedules, mentions_library_table, read_schedules, schedule_rows
 from ._library import library_failure
 from ._kinds import CLASS_OF, DEATH, DUPLICATE, LIBRARY_KINDS, RUNTIME_KINDS, class_counts, custom_event, kind_class, kinds_of, run_counts
@@ -27,7 +27,7 @@ __all__ = [
     "CLASS_OF", "DEATH", "DUPLICATE", "RUNTIME_KINDS", "class_counts", "custom_event", "kind_class", "kinds_of",
     "run_counts", "LIBRARY_KINDS", "library_schedules",
     # a library's own schedules, read from its tables (alarmkit.workers reads them after each turn)
-    "Schedule", "library_failure", "mentions_library_table", "read_schedules", "schedule_rows", "Verdict", "Finding", "verdict_of", "verdict_of_events", "with_plan_warning",
+    "Schedule", "library_failure", "mentions_library_table", "read_schedules", "schedule_rows", "Verdict", "Finding", "verdict_of", "verdict_of_events",
 ]
 
 from .._public import publish as _publish  # noqa: E402

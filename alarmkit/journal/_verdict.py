@@ -150,17 +150,6 @@ def verdict_of(result: Any) -> Verdict:
     return _from_report(report, events, len(result.obligations), names)
 
 
-def with_plan_warning(verdict: Verdict | None, run: dict) -> Verdict | None:
-    """A journaled run (``run``: its ``runs`` row) whose fault plan had entries that injected nothing: its
-    verdict with the warning ``RunResult.verdict`` carries (never a green 'held'); else the verdict as given."""
-    from ..runtime._applied import journal_summary
-
-    line = journal_summary(run)
-    if verdict is None or not line or any(w.invariant == "fault plan not applied" for w in verdict.warnings):
-        return verdict
-    return verdict.with_warnings([Finding("fault plan not applied", None, None, f"fault plan not applied · {line}")])
-
-
 def verdict_of_events(events: pd.DataFrame, obligations: Iterable[Any] | None = None,
                       horizon_ms: int | None = None) -> Verdict:
     """The verdict of a journal's run: without ``obligations`` (a journal does not store them) only the

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._text import cut, short_repr
 
-__all__ = ["entries", "unapplied", "summary_line", "run_record", "journal_summary"]
+__all__ = ["entries", "unapplied", "summary_line", "run_record", "journal_summary", "with_plan_warning"]
 
 _LISTS = ("uncounted", "effect_throws", "crashes", "crash_after_effect", "evictions", "restarts", "duplicates",
           "forgotten_alarms")
@@ -148,3 +148,14 @@ def journal_summary(run: dict) -> str:
     if not applied or not reasons:
         return ""
     return summary_line(len(applied), reasons)
+
+
+def with_plan_warning(verdict: Any, run: dict) -> Any:
+    """A journaled run (``run``: its ``runs`` row) whose fault plan had entries that injected nothing: its
+    verdict with the warning ``RunResult.verdict`` carries (never a green 'held'); else the verdict as given."""
+    from ..journal import Finding
+
+    line = journal_summary(run)
+    if verdict is None or not line or any(w.invariant == "fault plan not applied" for w in verdict.warnings):
+        return verdict
+    return verdict.with_warnings([Finding("fault plan not applied", None, None, f"fault plan not applied · {line}")])

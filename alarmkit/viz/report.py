@@ -28,7 +28,8 @@ from ._bigpage import ON_ZOOM as _ON_ZOOM, defer_detail as _defer_detail
 from ._timeline import script_json
 from ._plotlyjs import write_plotly_js
 from ._libraries import library_rows
-from ..journal import verdict_of_events, with_plan_warning
+from ..journal import verdict_of_events
+from ..runtime import with_plan_warning
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 from .pages import (  # noqa: F401  (PLOTLY_TAG, is_plotly_js, check_plotly_js: their old home is this module)
     INDEX, PLOTLY_TAG, about_rows, check_plotly_js, glossary_html, index_html, is_plotly_js, nav_html, summary_lines,
