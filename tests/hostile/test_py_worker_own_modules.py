@@ -107,3 +107,12 @@ def test_the_process_limits_and_crash_handlers_are_refused_by_name(tmp_path, bod
 ])
 def test_reading_them_still_works(tmp_path, body, value):
     assert _run(tmp_path, body).get("value") is value
+
+
+@pytest.mark.parametrize("body", [
+    "async with asyncio.TaskGroup() as tg:\n    tg.create_task(asyncio.sleep(0.1))",  # a raw RuntimeError before
+    "tg = asyncio.TaskGroup()",
+])
+def test_a_task_group_is_refused_by_name(tmp_path, body):
+    out = _run(tmp_path, body + "\nreturn 'reached'")
+    assert out.get("error", "").startswith("WorkerUnsupported: asyncio.TaskGroup() in the worker's code at "), out

@@ -123,7 +123,8 @@ def _asyncio(sim: Any) -> types.ModuleType:
         return start_task(sim, coro, name or "task")
 
     mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future,
-                        run=run, new_event_loop=own_loop("new_event_loop"), Runner=own_loop("Runner"))
+                        run=run, new_event_loop=own_loop("new_event_loop"), Runner=own_loop("Runner"),
+                        TaskGroup=own_loop("TaskGroup"))  # it was 'TaskGroup cannot determine the parent task'
     return mod
 
 
