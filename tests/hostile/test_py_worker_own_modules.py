@@ -116,3 +116,22 @@ def test_reading_them_still_works(tmp_path, body, value):
 def test_a_task_group_is_refused_by_name(tmp_path, body):
     out = _run(tmp_path, body + "\nreturn 'reached'")
     assert out.get("error", "").startswith("WorkerUnsupported: asyncio.TaskGroup() in the worker's code at "), out
+
+
+@pytest.mark.parametrize("body, refused", [
+    ("import js; return js.Math.floor(1.5)", "js.Math.floor: this member is not provided by alarmkit's Python Worker "
+                                              "host (js.Math has random)"),
+    ("from js import JSON; return JSON.rawJSON('1')", "js.JSON.rawJSON: this member is not provided by alarmkit's "
+                                                      "Python Worker host (js.JSON has parse, stringify)"),
+    ("from js import console; console.table([1])", "js.console.table: this member is not provided by alarmkit's "
+                                                   "Python Worker host (js.console has debug, error, info, log, warn)"),
+    ("from js import Date; return Date.parse('2020')", "js.Date.parse: this member is not provided"),
+    ("from js import Object; return Object.assign({}, {})", "js.Object.assign: this member is not provided"),
+    ("from js import Response; return Response.redirect('/')", "js.Response.redirect: this member is not provided"),
+    ("from js import Request; return Request.x", "js.Request.x: this member is not provided"),
+    ("from js import WebSocket; return WebSocket.OPEN", "js.WebSocket.OPEN: this member is not provided"),
+])
+def test_a_member_of_a_js_global_the_host_lacks_is_refused_by_name(tmp_path, body, refused):
+    """It was Python's AttributeError naming alarmkit's own class: type object '_Math' has no attribute 'floor'."""
+    out = _run(tmp_path, body)
+    assert out.get("error", "").startswith("WorkerUnsupported: " + refused), out
