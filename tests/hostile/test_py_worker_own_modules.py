@@ -135,3 +135,26 @@ def test_a_member_of_a_js_global_the_host_lacks_is_refused_by_name(tmp_path, bod
     """It was Python's AttributeError naming alarmkit's own class: type object '_Math' has no attribute 'floor'."""
     out = _run(tmp_path, body)
     assert out.get("error", "").startswith("WorkerUnsupported: " + refused), out
+
+
+@pytest.mark.parametrize("method, why", [
+    ("alarm", "workerd reserves it: no RPC reaches it; alarm() runs when an alarm set with ctx.storage.setAlarm"),
+    ("fetch", "an object's fetch() takes a Request, which JSON args cannot make; a fetch step calls the worker's"),
+    ("constructor", "workerd reserves it: no RPC reaches it; the object is constructed on its first call"),
+    ("dup", "workerd reserves it: no RPC reaches it; stub.dup() copies the stub itself"),
+    ("webSocketMessage", "workerd reserves it: no RPC reaches it; the platform calls it"),
+])
+def test_a_call_step_to_a_reserved_name_is_one_line_before_any_run(tmp_path, capsys, method, why):
+    """A drive's call of 'alarm' or 'fetch' was a raw TypeError in the run (JsObject.alarm() missing 1 required
+    positional argument: 'info'); 'dup' said the class had no such method though it had one."""
+    from alarmkit.cli import main
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "entry.py").write_text(WORKER.format(body="        return 1"))
+    (tmp_path / "drive.json").write_text(json.dumps({"steps": [{"at": 0, "call": "W", "name": "a", "method": method}]}))
+    rc = main(["worker", "--worker", str(tmp_path / "src" / "entry.py"), "--bind", "W=W", "--drive",
+               str(tmp_path / "drive.json"), "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"alarmkit: error: {tmp_path / 'drive.json'}: step 1: method {method!r} cannot be a call "
+                          f"step: {why}"), err
