@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..kernel import SEED_MAX
 from ..errors import AlarmkitError, PlanNotApplied
+from .._text import short_repr
 from ..runtime.faults import FaultPlan
 from ..journal.invariants import INVARIANTS
 from ..scenarios import SCENARIOS
@@ -91,11 +92,7 @@ def explore(
     sc = get_scenario(scenario)
     params = dict(params or {})
     sc.check_params(params, max_work)
-    if invariants is not None:
-        invariants = list(invariants)
-        bad = sorted(set(invariants) - set(INVARIANTS))
-        if bad:
-            raise AlarmkitError(f"unknown invariant {bad[0]!r}; known: {sorted(INVARIANTS)}")
+    invariants, claimed = _invariants(scenario, invariants)
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise AlarmkitError(f"depth is how many crashes a crash-point run may stack (0 or more), got {depth!r}")
     if isinstance(max_crash_runs, bool) or not isinstance(max_crash_runs, int) or max_crash_runs < 1:
@@ -140,11 +137,38 @@ def explore(
     table = _table(results, sink.run_ids, sink.out)
     counterexamples = _counterexamples(ctx, results, shrink_budget, max_counterexamples)
     found = Exploration(scenario, table, counterexamples, _duplicates(results), time.perf_counter() - started,
-                        sink.out, plan_warnings(base, table), tuple(invariants) if invariants is not None else None)
+                        sink.out, plan_warnings(base, table), claimed,
+                        unstated=() if scenario == _DRIVEN else ("expect",))
     if strict and found.warnings:
         raise PlanNotApplied(f"{found.warnings[0]} (strict: a plan entry that never applied is an error; "
                              "fix the plan, or drop --strict to see it as a warning)", found)
     return found
+
+
+_DRIVEN = "worker"  # alarmkit.workers.runs.SCENARIO: the one scenario whose drive states expectations
+
+
+def _invariants(scenario: str, invariants: Iterable[str] | None) -> tuple[list[str] | None, tuple[str, ...] | None]:
+    """``(the invariants each run checks, the ones its all-clear may claim)``. Each name once; an unknown
+    name, none at all, or ``expect`` for a scenario that states no expectations (only a worker's drive
+    does) is refused. A scenario's all-clear never claims ``expect``, which had nothing to check."""
+    if invariants is None:
+        return None, None if scenario == _DRIVEN else tuple(k for k in INVARIANTS if k != "expect")
+    if isinstance(invariants, str):
+        raise AlarmkitError(f"invariants is a list of names, got the text {short_repr(invariants, 60)}; "
+                            f"pass [{short_repr(invariants, 60)}]")
+    names = list(dict.fromkeys(invariants))  # a name asked for twice is checked, and counted, once
+    bad = sorted((n for n in names if n not in INVARIANTS), key=repr)
+    if bad:
+        raise AlarmkitError(f"unknown invariant {short_repr(bad[0], 60)}; known: {sorted(INVARIANTS)}")
+    if not names:
+        raise AlarmkitError("invariants=[] checks nothing; name at least one (known: "
+                            f"{sorted(INVARIANTS)}), or pass None for all")
+    if "expect" in names and scenario != _DRIVEN:
+        raise AlarmkitError(f"invariant 'expect' checks a worker drive's expect list, and scenario "
+                            f"{short_repr(scenario, 60)} states no expectations, so it would check nothing; drop it, "
+                            "or explore your worker: alarmkit explore --worker ENTRY --drive FILE")
+    return names, tuple(names)
 
 
 def _waves(ctx: dict, specs: list[dict], pool: Any, width: int, progress: bool, base: FaultPlan,

@@ -101,13 +101,14 @@ class Checked:
     faults_applied: int
     runs_with_faults: int
     obligations: int = -1  # obligations checked over all runs; -1 when the table does not say
+    unstated: tuple[str, ...] = ()  # invariants with nothing to check here (expect without an expect list)
 
     @classmethod
-    def of(cls, table: pd.DataFrame, invariants: tuple[str, ...]) -> Checked:
+    def of(cls, table: pd.DataFrame, invariants: tuple[str, ...], unstated: tuple[str, ...] = ()) -> Checked:
         injected = table["faults_injected"].astype("int64") if len(table) else pd.Series([], dtype="int64")
         owed = int(table["obligations"].fillna(0).astype("int64").sum()) if "obligations" in table else -1
         return cls(tuple(invariants), int(len(table)), int((table["error"] != "").sum()) if len(table) else 0,
-                   int(injected.sum()), int((injected > 0).sum()), owed)
+                   int(injected.sum()), int((injected > 0).sum()), owed, tuple(unstated))
 
     def counts(self) -> str:
         """``7 invariants checked over 20 runs, 14 faults applied (in 12 runs)``."""
@@ -128,7 +129,7 @@ class Checked:
         said = f"{', '.join(held) or 'no violation'} {under}: {self.counts()}"
         if not owed and any(name in _OWED for name in self.invariants):
             said += "; the scenario declares no obligations, so lost, early, late or dropped work was not checked"
-        skipped = [name for name in _HELD if name not in self.invariants]
+        skipped = [name for name in _HELD if name not in self.invariants and name not in self.unstated]
         if skipped:  # asked for fewer than all: what was left out is said, never claimed
             said += f"; not checked (not asked for): {', '.join(skipped)}"
         if self.runs_raised:
@@ -156,13 +157,15 @@ class Exploration:
     invariants: tuple[str, ...] | None = None  # the invariants each run was checked against (None: all)
     missing: str = ""  # set when the run was cut short: which runs are not in the table, journal or folder
     notes: list[str] = field(default_factory=list)  # what the checks did not cover, said after them (a drive with no expect)
+    unstated: tuple[str, ...] = ()  # invariants with nothing to check (expect: a scenario, a drive without expect)
 
     @property
     def checked(self) -> Checked:
         """What was checked: invariants, runs, faults applied (the counts behind every sentence)."""
         from ..journal.invariants import INVARIANTS
 
-        return Checked.of(self.table, tuple(self.invariants if self.invariants is not None else INVARIANTS))
+        chosen = self.invariants if self.invariants is not None else INVARIANTS
+        return Checked.of(self.table, tuple(chosen), self.unstated)
 
     @property
     def ok(self) -> bool:

@@ -16,14 +16,14 @@ from ._cpu import parse_cpu_time
 from ._runtime import Inspector, Namespace, Simulation, Stub
 from .profiles import PROFILES, Latency, Profile, get_profile
 from .faults import FaultPlan, Faults
-from ._applied import entries, journal_summary, summary_line, unapplied
+from ._applied import entries, journal_summary, summary_line, unapplied, with_plan_warning
 
 __all__ = [
     "AlarmInfo", "DurableObject", "DurableObjectState", "Future", "Inspector", "Namespace", "ObjectId", "Simulation", "Storage",
     "Stub", "Task", "alarm_time", "Savepoint", "Transaction", "parse_cpu_time",
     "PROFILES", "Latency", "Profile", "get_profile", "FaultPlan", "Faults",
     # what a run's fault plan applied, for the wings above (explore's findings, the reports)
-    "entries", "journal_summary", "summary_line", "unapplied",
+    "entries", "journal_summary", "summary_line", "unapplied", "with_plan_warning",
 ]
 
 from .._public import publish as _publish  # noqa: E402

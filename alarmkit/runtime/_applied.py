@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["entries", "unapplied", "summary_line", "run_record", "journal_summary"]
+from .._text import cut, short_repr
+
+__all__ = ["entries", "unapplied", "summary_line", "run_record", "journal_summary", "with_plan_warning"]
 
 _LISTS = ("uncounted", "effect_throws", "crashes", "crash_after_effect", "evictions", "restarts", "duplicates",
           "forgotten_alarms")
+SHOW_REASONS = 10  # a warning names this many entries that never applied (RunResult.unapplied holds them all)
 _OBJECT_FILTERED = ("handler_throws", "uncounted", "effect_throws", "crash_after_effect", "duplicates")
 
 
@@ -64,8 +67,8 @@ def _why(plan: Any, key: str, st: dict, sim: Any, objects: list[str], mine: list
             return _not_seen("effect", part.effect, seen)
         most = max(n for (_o, e), n in calls.items() if e == part.effect)
         if name == "crash_after_effect":
-            return f"effect {part.effect!r} was called at most {most} times on one object; call {part.call} never came"
-        return f"effect {part.effect!r}: every call was already failed by another entry"
+            return f"effect {short_repr(part.effect, 80)} was called at most {most} times on one object; call {part.call} never came"
+        return f"effect {short_repr(part.effect, 80)}: every call was already failed by another entry"
     if name == "crashes":
         return _why_crash(part, st["points"], objects)
     end = sim.now
@@ -92,22 +95,28 @@ def _why_crash(c: Any, points: list[tuple], objects: list[str]) -> str:
     pts = [p for p in points if c.object in (None, p[0])]
     if not pts and c.object is not None:
         other = sorted({f"{p[0]}/{p[1]}" for p in points})
-        return (f"object {c.object!r} reached no await in this run, so it had no crash point; "
-                f"crash points seen: {', '.join(other) or 'none'}")
+        return (f"object {short_repr(c.object, 80)} reached no await in this run, so it had no crash point; "
+                f"crash points seen: {_listed(other)}")
     tasks = sorted({p[1] for p in pts})
     if c.task not in tasks:
         return _not_seen("task", c.task, tasks, "a task that reached an await in this run")
     runs = [p for p in pts if p[1] == c.task]
     if not any(p[2] == c.invocation for p in runs):
-        return f"task {c.task!r} invocation {c.invocation} never reached an await " \
+        return f"task {short_repr(c.task, 80)} invocation {c.invocation} never reached an await " \
                f"(at most {max(p[2] for p in runs)} invocations did)"
     most = max(p[3] for p in runs if p[2] == c.invocation)
-    return f"task {c.task!r} invocation {c.invocation} reached {most} await(s); await {c.at_await} never came"
+    return f"task {short_repr(c.task, 80)} invocation {c.invocation} reached {most} await(s); await {c.at_await} never came"
 
 
 def _not_seen(what: str, value: str, seen: list[str], kind: str = "") -> str:
     kind = kind or f"{'an' if what[0] in 'aeiou' else 'a'} {what} of this scenario"
-    return f"{what} {value!r} is not {kind}; {what}s seen: {', '.join(seen) or 'none'}"
+    return f"{what} {short_repr(value, 80)} is not {kind}; {what}s seen: {_listed(seen)}"
+
+
+def _listed(seen: list[str], most: int = 20) -> str:
+    """``a, b, c`` (each name cut to 60 characters, the first ``most`` of them, the rest counted) or ``none``."""
+    shown = ", ".join(cut(str(s), 60) for s in seen[:most])
+    return (shown + (f" … and {len(seen) - most:,} more" if len(seen) > most else "")) or "none"
 
 
 def summary_line(total: int, reasons: dict[str, str]) -> str:
@@ -116,7 +125,9 @@ def summary_line(total: int, reasons: dict[str, str]) -> str:
     if not reasons:
         return ""
     noun = "plan entry" if total == 1 else "plan entries"
-    return f"{len(reasons)} of {total} {noun} never applied: " + "; ".join(f"{k}: {v}" for k, v in reasons.items())
+    said = "; ".join(f"{k}: {v}" for k, v in list(reasons.items())[:SHOW_REASONS])
+    more = f"; … and {len(reasons) - SHOW_REASONS:,} more" if len(reasons) > SHOW_REASONS else ""
+    return f"{len(reasons)} of {total} {noun} never applied: {said}{more}"
 
 
 def run_record(faults: Any) -> tuple[dict | None, dict | None]:
@@ -137,3 +148,14 @@ def journal_summary(run: dict) -> str:
     if not applied or not reasons:
         return ""
     return summary_line(len(applied), reasons)
+
+
+def with_plan_warning(verdict: Any, run: dict) -> Any:
+    """A journaled run (``run``: its ``runs`` row) whose fault plan had entries that injected nothing: its
+    verdict with the warning ``RunResult.verdict`` carries (never a green 'held'); else the verdict as given."""
+    from ..journal import Finding
+
+    line = journal_summary(run)
+    if verdict is None or not line or any(w.invariant == "fault plan not applied" for w in verdict.warnings):
+        return verdict
+    return verdict.with_warnings([Finding("fault plan not applied", None, None, f"fault plan not applied · {line}")])

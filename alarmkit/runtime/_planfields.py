@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import MAX_MS, text
+from .._text import cut, short_repr
 from ..errors import AlarmkitError, FaultPlanError, InvalidValue
 from .profiles import Latency
 
@@ -117,14 +118,14 @@ def _text(path: str, value: Any, what: str) -> str:
 def _int(path: str, value: Any, lo: int, what: str) -> int:
     # times and counts alike stop at 2**53: a time past it no journal column holds, a count past it never comes
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= MAX_MS:
-        raise FaultPlanError(f"fault plan field {path!r} must be an int >= {lo} and <= 2**53 ({what}), got {value!r}")
+        raise FaultPlanError(f"fault plan field {path!r} must be an int >= {lo} and <= 2**53 ({what}), got {_shown(value)}")
     return value
 
 
 def check_ints(path: str, value: Any) -> tuple[int, ...]:
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
         hint = ', or "always"' if path in ("handler_throws", "uncounted") else ""
-        raise FaultPlanError(f"fault plan field {path!r} must be a list of {INT_LISTS[path]}{hint}, got {value!r}")
+        raise FaultPlanError(f"fault plan field {path!r} must be a list of {INT_LISTS[path]}{hint}, got {_shown(value)}")
     out = tuple(_int(f"{path}[{i}]", v, 1, INT_LISTS[path].split(" that")[0]) for i, v in enumerate(value))
     return tuple(sorted(set(out)))
 
@@ -139,11 +140,19 @@ _PART_CHECKS = {
 }
 
 
+def _shown(value: Any) -> str:
+    """A refused value as a message quotes it: its repr, cut to 120 characters (a megabyte name, a
+    hundred-thousand-digit text), an int of up to 200 bits in full."""
+    if type(value) is int and value.bit_length() <= 200:
+        return repr(value)
+    return short_repr(value, 120)
+
+
 def check_parts(path: str, cls: type, value: Any) -> tuple:
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
         raise FaultPlanError(
             f"fault plan field {path!r} must be a list of tables with fields {[f.name for f in dataclasses.fields(cls)]}, "
-            f"got {value!r}"
+            f"got {_shown(value)}"
         )
     return tuple(_part(f"{path}[{i}]", cls, v) for i, v in enumerate(value))
 
@@ -153,11 +162,12 @@ def _part(path: str, cls: type, value: Any) -> Any:
     if isinstance(value, cls):
         value = part_dict(value, everything=True)
     if not isinstance(value, dict):
-        raise FaultPlanError(f"fault plan field {path!r} must be a table with fields {names}, got {value!r}")
-    bad = sorted(set(value) - set(names))
+        raise FaultPlanError(f"fault plan field {path!r} must be a table with fields {names}, got {_shown(value)}")
+    bad = sorted(set(value) - set(names), key=str)  # a key need not be text (a dict from Python)
     if bad:
         hint = " (the k-th await is 'at_await': await is a Python keyword)" if bad[0] == "await" else ""
-        raise FaultPlanError(f"unknown fault plan field '{path}.{bad[0]}'; allowed fields: {names}{hint}")
+        key = cut(bad[0], 80) if isinstance(bad[0], str) else short_repr(bad[0], 80)
+        raise FaultPlanError(f"unknown fault plan field '{path}.{key}'; allowed fields: {names}{hint}")
     required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
     missing = [n for n in required if n not in value]
     if missing:
@@ -176,7 +186,7 @@ def _part(path: str, cls: type, value: Any) -> Any:
             out[name] = _text(sub, v, "an effect name as passed to ctx.effect")
         elif isinstance(check[0], str):
             if v not in check:
-                raise FaultPlanError(f"fault plan field {sub!r} must be one of {list(check)}, got {v!r}")
+                raise FaultPlanError(f"fault plan field {sub!r} must be one of {list(check)}, got {_shown(v)}")
             out[name] = v
         else:
             out[name] = _int(sub, v, *check)
@@ -186,7 +196,7 @@ def _part(path: str, cls: type, value: Any) -> Any:
 def _task(path: str, value: Any) -> str:
     if isinstance(value, str) and (value in _TASK_KINDS[:3] or (value.startswith("rpc:") and len(value) > 4)):
         return _text(path, value, "a task name")
-    raise FaultPlanError(f"fault plan field {path!r} must be one of {list(_TASK_KINDS)}, got {value!r}")
+    raise FaultPlanError(f"fault plan field {path!r} must be one of {list(_TASK_KINDS)}, got {_shown(value)}")
 
 
 def check_latency(value: Any) -> Latency | None:

@@ -29,6 +29,7 @@ from ._timeline import script_json
 from ._plotlyjs import write_plotly_js
 from ._libraries import library_rows
 from ..journal import verdict_of_events
+from ..runtime import with_plan_warning
 from ._realruns import is_real as real_run, origin_text, real_rows, relative, retitle_time_axes
 from .pages import (  # noqa: F401  (PLOTLY_TAG, is_plotly_js, check_plotly_js: their old home is this module)
     INDEX, PLOTLY_TAG, about_rows, check_plotly_js, glossary_html, index_html, is_plotly_js, nav_html, summary_lines,
@@ -357,6 +358,7 @@ def export_html(figures_or_run: Any, path: str | Path, *, journal: Any = None, r
     peers = peer_runs(journal, run) if journal is not None and run else {}
     if verdict is None and events is not None and not events.empty and not real_run(run or {}):
         verdict = verdict_of_events(events)
+    verdict = with_plan_warning(verdict, run or {})  # a plan entry that injected nothing: never green
     if figures is None:
         if events is None or events.empty:
             raise AlarmkitError("this run has no events to report; did it run? (Journal.events(run_id) is empty)")

@@ -33,6 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AlarmkitError, DriveError
+
+# what a call step cannot call (workerd's RPC never reaches the reserved names, worker-rpc.c++ isReservedName;
+# an object's fetch takes a Request, which JSON args cannot make) -> why, and the way out
+_RESERVED = "workerd reserves it: no RPC reaches it"
+_PLATFORM = f"{_RESERVED}; the platform calls it, and a call step calls one of the class's own methods"
+RESERVED = {"alarm": f"{_RESERVED}; alarm() runs when an alarm set with ctx.storage.setAlarm(...) falls due",
+            "fetch": "an object's fetch() takes a Request, which JSON args cannot make; a fetch step calls the "
+                     "worker's fetch, which may forward the request to the object",
+            "constructor": f"{_RESERVED}; the object is constructed on its first call",
+            "dup": f"{_RESERVED}; stub.dup() copies the stub itself", "connect": _PLATFORM,
+            "webSocketMessage": _PLATFORM, "webSocketClose": _PLATFORM, "webSocketError": _PLATFORM}
 from ._expect import check_expect, parse_expect
 
 __all__ = ["DriveScript", "DriveResult", "load_drive", "parse_drive", "run_drive", "MAX_STEPS"]
@@ -163,6 +174,8 @@ def parse_drive(data: Any, source: str = "<drive>") -> DriveScript:
             step["method"] = _str(where, "method", s.get("method"))
             if step["method"].startswith("_"):
                 raise DriveError(f"{where}: method {step['method']!r} is private; RPC reaches public methods only")
+            if step["method"] in RESERVED:  # JsObject.alarm() missing 1 required positional argument, before
+                raise DriveError(f"{where}: method {step['method']!r} cannot be a call step: {RESERVED[step['method']]}")
             args = s.get("args", [])
             if not isinstance(args, list):
                 raise DriveError(f"{where}: args must be a list, got {type(args).__name__}")

@@ -137,5 +137,6 @@ def explore_worker(entry: str | Path | None, drive: str | Path, *, wrangler: str
     if not load_drive(drive).expect:  # the expect invariant had nothing to check: not counted, and said
         chosen = found.invariants if found.invariants is not None else INVARIANTS
         found.invariants = tuple(i for i in chosen if i != "expect")
+        found.unstated = ("expect",)  # said on the note, not as "not asked for"
         found.notes.append(NO_EXPECT)
     return found

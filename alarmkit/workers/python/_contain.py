@@ -114,7 +114,8 @@ THREADS = {"_thread.start_new_thread"}
 # the process every object and alarmkit share: its folder (a relative --report would land elsewhere), its
 # environment, a file's extended attributes, its audit hooks (they cannot be removed)
 SHARED = {"os.chdir", "os.fchdir", "os.putenv", "os.unsetenv", "os.setxattr", "os.removexattr",
-          "sys.addaudithook"}  # a hook of the worker's would see (and could refuse) every later event of alarmkit's
+          "sys.addaudithook",  # a hook of the worker's would see (and could refuse) every later event of alarmkit's
+          "resource.setrlimit", "resource.prlimit"}  # RLIMIT_CPU (1, 1) had the kernel kill the command (-9)
 EVENTS = frozenset(NETWORK | FILES | PROCESSES | THREADS | SHARED)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -157,6 +158,8 @@ def _writes(event: str, args: tuple) -> bool:
         return bool((flags or 0) & _WRITE_FLAGS)
     if event == "sqlite3.connect":
         return not (args and sqlite_in_memory(args[0], _SQLITE_URI))
+    if event == "resource.prlimit":  # (pid, resource, limits): limits None reads them
+        return len(args) > 2 and args[2] is not None
     return True
 
 
@@ -208,7 +211,8 @@ def refusal(event: str, args: tuple, where: str) -> WorkerUnsupported:
         why = ("a thread would run outside the simulation's virtual clock; start the work as a task "
                "(asyncio.create_task(...) or ctx.waitUntil(...)), which the simulation runs")
     elif event in SHARED:
-        why = ("it changes the process every object and alarmkit share (its folder, its environment) or a file, "
+        why = ("it changes the process every object and alarmkit share (its folder, its environment, its resource "
+               "limits) or a file, "
                "outside the simulation; keep the value in ctx.storage, or read configuration from env")
     elif event in PROCESSES:
         why = ("a process leaves the simulation, which alarmkit does not do; bind a fake of what it does instead "

@@ -42,6 +42,9 @@ class Isolated:
         self.builtins["__import__"] = self._import
         if print_ is not None:
             self.builtins["print"] = print_
+        own_sys = self.shims.get("sys")
+        if own_sys is not None and hasattr(own_sys.modules, "maps"):  # its sys.modules names what its import
+            own_sys.modules.maps[1:1] = [self.modules, self.shims]  # gives: sys.modules['sys'] was the process's
 
     def load_entry(self, path: Path) -> types.ModuleType:
         return self._exec(path.stem, path, is_package=False)

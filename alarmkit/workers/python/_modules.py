@@ -22,7 +22,7 @@ from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line, start_task
 from ._noloop import own_loop, run
-from ._process import make_signal, make_sys
+from ._process import make_faulthandler, make_signal, make_sys
 from ._sdk import outbound_fetch
 from ._unaudited import make_unaudited
 
@@ -123,14 +123,33 @@ def _asyncio(sim: Any) -> types.ModuleType:
         return start_task(sim, coro, name or "task")
 
     mod.__dict__.update(sleep=sleep, gather=gather, create_task=create_task, ensure_future=create_task, Future=Future,
-                        run=run, new_event_loop=own_loop("new_event_loop"), Runner=own_loop("Runner"))
+                        run=run, new_event_loop=own_loop("new_event_loop"), Runner=own_loop("Runner"),
+                        TaskGroup=own_loop("TaskGroup"))  # it was 'TaskGroup cannot determine the parent task'
     return mod
+
+
+def _no_member(owner: str, name: str, members: Any) -> Any:
+    """``js.Math.floor``: a member of a JavaScript global the host does not give, refused by name (it was
+    ``AttributeError: type object '_Math' has no attribute 'floor'``, naming a class of alarmkit's)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    has = ", ".join(sorted(k for k in members if not k.startswith("_"))) or "nothing"
+    raise WorkerUnsupported(f"js.{owner}.{name}: this member is not provided by alarmkit's Python Worker host "
+                            f"(js.{owner} has {has}); see docs/workers.md")
+
+
+class _Global(type):
+    """The class of a JavaScript global of the worker's ``js`` module: a member it lacks is refused by name."""
+
+    def __getattr__(cls, name: str) -> Any:
+        return _no_member(cls.__name__.lstrip("_").replace("JsResponse", "Response").replace("JsRequest", "Request"),
+                          name, vars(cls))
 
 
 def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
     mod = types.ModuleType("js", "the JavaScript globals a Python Worker reads, as the simulation provides them")
 
-    class Date:
+    class Date(metaclass=_Global):
         @staticmethod
         def now() -> float:
             return float(sim.now)
@@ -139,7 +158,7 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
         def new(*args: Any) -> JsDate:
             return JsDate(float(sim.now) if not args else float(args[0]))
 
-    class _Object:
+    class _Object(metaclass=_Global):
         @staticmethod
         def fromEntries(entries: Any) -> JsDict:
             return JsDict(dict(entries))
@@ -148,7 +167,7 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
         def keys(obj: Any) -> list:
             return list(obj)
 
-    class _JSON:
+    class _JSON(metaclass=_Global):
         @staticmethod
         def stringify(value: Any, *a: Any) -> str:
             return json.dumps(to_rpc(value), separators=(",", ":"))
@@ -157,12 +176,15 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
         def parse(text: str) -> Any:
             return from_rpc(json.loads(text))
 
-    class _Math:
+    class _Math(metaclass=_Global):
         @staticmethod
         def random() -> float:
             return sim.kernel.rng.random()
 
     class _Console:
+        def __getattr__(self, name: str) -> Any:
+            return _no_member("console", name, vars(type(self)))
+
         def _log(self, level: str, *args: Any) -> None:
             log_line(worker, level, " ".join(str(a) for a in args))
 
@@ -180,7 +202,7 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
 
         debug = log
 
-    class _JsResponse:
+    class _JsResponse(metaclass=_Global):
         @staticmethod
         def new(body: Any = None, **options: Any) -> Any:
             return sdk.Response(body, options.get("status"), options.get("statusText", ""), options.get("headers"))
@@ -189,7 +211,7 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
         def json(data: Any, **options: Any) -> Any:
             return sdk.Response.from_json(data, options.get("status", 200), "", options.get("headers"))
 
-    class _JsRequest:
+    class _JsRequest(metaclass=_Global):
         @staticmethod
         def new(url: Any, **options: Any) -> Any:
             return sdk.Request(url, **options)
@@ -197,7 +219,7 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
     async def fetch(*a: Any, **kw: Any) -> Any:
         raise outbound_fetch("js.fetch")
 
-    class _WebSocket:
+    class _WebSocket(metaclass=_Global):
         @staticmethod
         def new(url: Any = "", *a: Any, **kw: Any) -> Any:
             raise WorkerUnsupported(f"js.WebSocket.new({str(url)[:120]!r}): a network connection leaves the simulation, "
@@ -245,5 +267,5 @@ def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleTy
     pkg, ffi = _pyodide()
     return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
             "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk, "signal": make_signal(),
-            "sys": make_sys(worker),
+            "sys": make_sys(worker), "faulthandler": make_faulthandler(),
             **make_unaudited()}

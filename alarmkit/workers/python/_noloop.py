@@ -12,7 +12,8 @@ followed on stderr by a "coroutine ... was never awaited" ``RuntimeWarning``.
 Coroutines that the refused call was handed and that never started are closed (so no such warning follows
 the error). A loop of the worker's own (``asyncio.new_event_loop``, ``asyncio.Runner``) is refused the same
 way (it made a socket pair, refused as a network connection, then printed an "Exception ignored" traceback
-when collected). ``asyncio.run()`` fails with Python's text, as inside any running loop (Pyodide's).
+when collected), and so is an ``asyncio.TaskGroup`` (it asked the loop for its parent task: a raw
+``RuntimeError: TaskGroup cannot determine the parent task``). ``asyncio.run()`` fails with Python's text, as inside any running loop (Pyodide's).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def without_loop(fn: Any) -> Any:
 
 
 def own_loop(name: str) -> Any:
-    """``asyncio.new_event_loop`` / ``asyncio.Runner`` for the worker: refused by name."""
+    """``asyncio.new_event_loop`` / ``asyncio.Runner`` / ``asyncio.TaskGroup`` for the worker: refused by name."""
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         _close_unstarted(args)

@@ -11,7 +11,8 @@ schedule or wait for a signal refuse by name (``WorkerUnsupported``, one line, d
 
 The worker's ``sys`` is a copy of the real one: its ``stdout`` and ``stderr`` are the worker's console, as
 its ``print`` is (each line a ``console`` event, ``log`` or ``error``; ``close()`` closes nothing: the
-command's own output crashed on ``sys.stdout.close()``); its ``modules`` reads the process's and keeps
+command's own output crashed on ``sys.stdout.close()``); its ``modules`` names the worker's own modules
+first (``_importer.Isolated``: ``sys.modules['sys']`` is this copy), then reads the process's, and keeps
 what the worker writes to itself (``sys.modules['time'] = None`` broke alarmkit's own imports);
 what sets the interpreter for every object and alarmkit (``setrecursionlimit``, ``settrace``,
 ``setprofile``, ``addaudithook``, ``setswitchinterval``, ``set_int_max_str_digits``) is refused by name.
@@ -30,7 +31,7 @@ from ...errors import WorkerUnsupported
 from ._contain import owner_frame
 from ._guard import log_line
 
-__all__ = ["make_signal", "make_sys", "CHANGES", "SYS_CHANGES"]
+__all__ = ["make_faulthandler", "make_signal", "make_sys", "CHANGES", "SYS_CHANGES"]
 
 CHANGES = ("signal", "alarm", "setitimer", "pthread_kill", "pthread_sigmask", "siginterrupt", "set_wakeup_fd",
            "raise_signal", "sigwait", "sigwaitinfo", "sigtimedwait", "pause", "pidfd_send_signal")
@@ -62,6 +63,24 @@ def make_signal() -> types.ModuleType:
     mod = types.ModuleType("signal", "signal, read-only: the process's signals are not the worker's to change")
     mod.__dict__.update({k: v for k, v in vars(_signal).items() if not k.startswith("__")})
     mod.__dict__.update({name: _refuser(name) for name in CHANGES if hasattr(_signal, name)})
+    return mod
+
+
+FAULT_CHANGES = ("dump_traceback_later", "cancel_dump_traceback_later", "register", "unregister", "enable",
+                 "disable")
+FAULT_WHY = ("faulthandler's timers and signal handlers are the process's, which every object and alarmkit share, "
+             "and act outside the simulation (dump_traceback_later(1, exit=True) ended the command a second later "
+             "with a dump of its threads); a Worker does not own its isolate's crash handling: leave it as it is")
+
+
+def make_faulthandler() -> types.ModuleType:
+    """The worker's ``faulthandler``: reads (``is_enabled``, ``dump_traceback``) work; what arms, cancels or
+    registers a handler of the process is refused by name (Python raises no audit event for it)."""
+    import faulthandler as _fh
+
+    mod = types.ModuleType("faulthandler", _fh.__doc__)
+    mod.__dict__.update({k: v for k, v in vars(_fh).items() if not k.startswith("__")})
+    mod.__dict__.update({n: _refuser(n, "faulthandler", FAULT_WHY) for n in FAULT_CHANGES if hasattr(_fh, n)})
     return mod
 
 
