@@ -42,6 +42,8 @@ def _mode(call: ast.Call, at: int) -> str | None:
     node = call.args[at] if len(call.args) > at else next((k.value for k in call.keywords if k.arg == "mode"), None)
     if node is None:
         return "r"
+    if isinstance(node, ast.Attribute) and node.attr == "O_RDONLY":
+        return "r"  # os.open(path, os.O_RDONLY): read-only flags; any other flags stay "?"
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else "?"
 
 
@@ -78,11 +80,11 @@ def test_the_checker_sees_every_kind_of_write():
     src = ("open(p, 'w')\nopen(p, mode='ab')\nopen(p)\nopen(p, 'rb')\nPath(p).open('x')\nopen(p, m)\n"
            "p.write_text('x')\np.write_bytes(b'')\ndf.to_parquet(p)\npq.write_table(t, p)\n"
            "shutil.copyfile(a, b)\nshutil.move(a, b)\nos.replace(a, b)\nduckdb.connect(p)\nfig.write_html(p)\n"
-           "write_text(p, 'x', ours=None)\n_files.write_bytes(p, b'', ours=None)\n"
+           "os.open(p, os.O_RDONLY)\nos.open(p, os.O_WRONLY | os.O_CREAT)\nwrite_text(p, 'x', ours=None)\n_files.write_bytes(p, b'', ours=None)\n"
            "with atomic_output(p, ours=None, as_path=True) as tmp:\n    pq.write_table(t, tmp)\n")
     assert [w for _, w in writes_in(src)] == [
         "open:w", "open:ab", "open:x", "open:?", "write_text", "write_bytes", "to_parquet", "write_table",
-        "shutil.copyfile", "shutil.move", "os.replace", "write_html"]
+        "shutil.copyfile", "shutil.move", "os.replace", "write_html", "open:?"]
 
 
 def _package_files() -> list[Path]:
