@@ -7,7 +7,11 @@ measured (marked ``costly`` here, from tests/costs.json, written by ``python3 de
 tests/tiers.py holds the rules; tests/test_tiers.py fails when a package of alarmkit has no quick test.
 """
 
+import fcntl
+import json
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -34,20 +38,45 @@ def workerd_binary() -> str:
     return binary
 
 
+# The demo, run in a child process of its own (no scenario another test registered in this process leaks in)
+DEMO_CHILD = """
+import contextlib, io, json, os, sys
+from alarmkit.demo import run_demo
+folder = sys.argv[1]
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    results = run_demo(db=os.path.join(folder, "j.duckdb"), out=os.path.join(folder, "reports"), seed=1)
+with open(os.path.join(folder, "results.json.part"), "w") as f:
+    json.dump({"results": results, "printed": printed.getvalue()}, f)
+os.replace(os.path.join(folder, "results.json.part"), os.path.join(folder, "results.json"))
+"""
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
-    """``alarmkit demo`` (seed 1) run once per test process: ``(folder, results, printed)``, the folder
-    holding ``j.duckdb`` and ``reports/``. Read it; copy a file before changing it."""
-    import contextlib
-    import io
-
-    from alarmkit.demo import run_demo
-
-    folder = tmp_path_factory.mktemp("demo")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        results = run_demo(db=str(folder / "j.duckdb"), out=str(folder / "reports"), seed=1)
-    return folder, results, printed.getvalue()
+    """``alarmkit demo`` (seed 1) run once per test session: ``(folder, results, printed)``, the folder
+    holding ``j.duckdb`` and ``reports/``. Under pytest-xdist the workers share one run: the first to
+    ask runs it in a child process under a file lock, the others wait for it and read what it wrote
+    (results as JSON). Read it; copy a file before changing it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-N/, which holds every worker's popen-gwK/
+    folder = root / "demo-shared"
+    with open(root / "demo-shared.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (folder / "results.json").exists() and not (folder / "failed.txt").exists():
+                folder.mkdir(exist_ok=True)
+                child = subprocess.run([sys.executable, "-c", DEMO_CHILD, str(folder)],
+                                       capture_output=True, text=True, timeout=1800)
+                if child.returncode != 0:
+                    (folder / "failed.txt").write_text(child.stderr[-5000:] or f"exit {child.returncode}")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    if (folder / "failed.txt").exists():
+        pytest.fail("the shared demo run failed:\n" + (folder / "failed.txt").read_text(), pytrace=False)
+    data = json.loads((folder / "results.json").read_text())
+    return folder, data["results"], data["printed"]
 
 
 @pytest.fixture(scope="module")

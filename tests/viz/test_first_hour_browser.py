@@ -6,8 +6,6 @@ import re
 
 import pytest
 
-from alarmkit.demo import run_demo
-
 from chromium_paths import CHROMIUM  # tests/chromium_paths.py
 
 pytestmark = [
@@ -19,9 +17,8 @@ ANTI = ("lease-ctor-pushes-later", "lease-delete-before-effect", "lease-reads-cl
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("demo")
-    results = run_demo(db=str(folder / "j.duckdb"), out=str(folder / "reports"), seed=1)
+def demo(demo_run):
+    folder, results, _printed = demo_run  # run once per test session (tests/conftest.py); read only
     return folder / "reports", results
 
 
