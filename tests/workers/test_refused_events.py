@@ -1,0 +1,120 @@
+"""Every refusal is journaled and named in the verdict (issue 36 item 11): a library that catches a
+``WorkerUnsupported`` and carries on left ``handler_ok`` and a green verdict over a run that never did what
+it would on workerd. Now each one is a ``refused`` event at the exact virtual time, and the verdict is amber."""
+
+import json
+import shutil
+
+import pytest
+
+from alarmkit.errors import WorkerUnsupported
+from alarmkit.workers import run_worker
+
+PY = '''
+from workers import DurableObject
+import js
+import time
+try:
+    time.sleep(1)  # refused at the call: it would block the isolate and never move the virtual clock
+except Exception as err:
+    CAUGHT = str(err)
+
+class Pinger(DurableObject):
+    async def start(self):
+        await self.ctx.storage.setAlarm(1234)
+        return "ok"
+
+    async def alarm(self):
+        try:
+            await js.fetch("https://example.com/in-alarm")
+        except Exception:
+            pass
+'''
+
+JS = '''
+import { DurableObject } from "cloudflare:workers";
+export class Pinger extends DurableObject {
+  async start() { await this.ctx.storage.setAlarm(1234); return "ok"; }
+  async alarm() {
+    try { await fetch("https://example.com/in-alarm"); } catch (e) { /* a library's catch-and-go-on */ }
+  }
+}
+export default { async fetch() { return new Response("ok"); } };
+'''
+
+DRIVE = {"steps": [{"at": 0, "call": "PING", "name": "p", "method": "start"}], "until": 5000}
+
+
+def _run(tmp_path, name, source):
+    entry = tmp_path / name
+    entry.write_text(source)
+    (tmp_path / "drive.json").write_text(json.dumps(DRIVE))
+    return run_worker(entry, tmp_path / "drive.json", bindings={"PING": "Pinger"})
+
+
+def _refused(r):
+    ev = r.events
+    return [(int(row.t_ms), row.object_id if isinstance(row.object_id, str) else None, json.loads(row.detail)["text"])
+            for row in ev[ev["kind"] == "refused"].itertuples()]
+
+
+def test_a_python_worker_catching_refusals_at_import_and_in_alarm_is_journaled_at_the_exact_times(tmp_path):
+    r = _run(tmp_path, "entry.py", PY)
+    got = _refused(r)
+    ev = r.events
+    assert list(ev.loc[ev["kind"] == "fire", "t_ms"]) == [1235]  # set for 1234; delivered 1 ms later, as workerd's
+    assert [t for t, _, _ in got] == [0, 1235]
+    assert got[0][1] is None and got[0][2].startswith("time.sleep() blocks the whole isolate")  # the module's top: about the whole run, at 0 ms
+    assert got[1][1] == "p" and got[1][2].startswith("js.fetch(...): outbound requests leave the simulation")  # inside alarm(), at its fire time
+    kinds = list(r.events["kind"])
+    assert "handler_ok" in kinds and "handler_error" not in kinds  # the code caught both: the platform saw success
+    v = r.verdict
+    assert v.status == "warning"
+    w = [f for f in v.warnings if f.invariant == "refused"]
+    assert len(w) == 1 and w[0].t_ms == 0
+    assert w[0].text.startswith("2 refusals: the code touched surface alarmkit does not simulate (first: at 0 ms, ")
+    assert w[0].text.endswith("bind a fake with sim.load_worker(..., bindings={...}) (or run_drive's bindings, or --bind)")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_a_js_object_catching_a_refused_fetch_in_alarm_is_journaled_at_the_fire_time_and_the_verdict_amber(tmp_path):
+    r = _run(tmp_path, "entry.js", JS)
+    got = _refused(r)
+    assert [(t, o) for t, o, _ in got] == [(1235, "p")]  # the fire's own time (set for 1234, delivered at 1235)
+    assert got[0][2].startswith('fetch("https://example.com/in-alarm") is refused under alarmkit\'s JavaScript host')
+    ev = r.events
+    assert list(ev.loc[ev["kind"] == "fire", "t_ms"]) == list(ev.loc[ev["kind"] == "handler_ok", "t_ms"]) == [1235]  # before: handler_ok only, a green verdict
+    v = r.verdict
+    assert v.status == "warning"
+    w = [f.text for f in v.warnings if f.invariant == "refused"]
+    assert w and w[0].startswith('1 refusal: the code touched surface alarmkit does not simulate (first: at 1.235 s, '
+                                 'fetch("https://example.com/in-alarm") is refused')
+
+
+def test_the_hook_cannot_be_turned_off():
+    for attr in ("noticed", "__init__"):
+        with pytest.raises(WorkerUnsupported, match=f"WorkerUnsupported.{attr} = ... is refused"):
+            setattr(WorkerUnsupported, attr, lambda *a: None)
+    with pytest.raises(WorkerUnsupported, match="del WorkerUnsupported.noticed is refused"):
+        del WorkerUnsupported.noticed
+
+
+DISABLE = '''
+from workers import DurableObject
+import alarmkit.errors as E
+try:
+    E.WorkerUnsupported.noticed = lambda self: None
+except Exception as err:
+    REFUSED = str(err)
+
+class Pinger(DurableObject):
+    async def start(self):
+        return REFUSED
+'''
+
+
+def test_a_worker_trying_to_disable_the_hook_is_refused_and_journaled(tmp_path):
+    r = _run(tmp_path, "entry.py", DISABLE)
+    got = _refused(r)
+    assert [(t, o) for t, o, _ in got] == [(0, None)]
+    assert got[0][2].startswith("WorkerUnsupported.noticed = ... is refused")
