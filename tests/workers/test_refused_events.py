@@ -1,6 +1,6 @@
-"""Every refusal is journaled and named in the verdict (issue 36 item 11): a library that catches a
-``WorkerUnsupported`` and carries on left ``handler_ok`` and a green verdict over a run that never did what
-it would on workerd. Now each one is a ``refused`` event at the exact virtual time, and the verdict is amber."""
+"""Every refusal is journaled and named in the verdict: a library that catches a ``WorkerUnsupported`` and
+carries on shows ``handler_ok``, yet the run did not do what it would on workerd; each refusal is a
+``refused`` event at the exact virtual time, and the verdict is amber."""
 
 import json
 import shutil

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ...runtime import DurableObject, Future
 from ...errors import (Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectCrashed, JsHostError, JsHostLost, JsValueError,
                        SqlError, WorkerUnsupported)
-from .._base import Request, Response, journal_refusal
+from .._base import Request, Response
 from .._libs import LibraryWatch
 from ._facet_ops import FACET
 from ._http import _fetched, _request_dict, _response, _response_dict
@@ -249,7 +249,7 @@ class Bridge:
                     value = apply_op(self, r["op"])
                 except Exception as err:  # noqa: BLE001 - the error goes back into JS, thrown where the read was
                     if isinstance(err, WorkerUnsupported):
-                        self._refused(r["op"][1] if len(r["op"]) > 1 else None, err)
+                        apply_op(self, ["refused", r["op"][1] if len(r["op"]) > 1 else None, err])
                     proc.send({"ok": False, "error": _error_info(err)})
                     continue
                 try:
@@ -372,11 +372,6 @@ class Bridge:
         except AlarmkitError as err:
             apply_op(self, ["console", iid, "error", f"alarmkit: {err}"])
 
-    def _refused(self, iid: Any, err: WorkerUnsupported) -> None:
-        """A refusal Python made answering the JS object ``iid``: journaled (``journal_refusal``)."""
-        obj = self.instances.get(iid) if isinstance(iid, int) else None
-        journal_refusal(self.sim, obj.ctx._host if obj is not None and obj.ctx._host.ctx is obj.ctx else None, err)
-
     async def _call(self, nid: int, iid: int | None, binding: str, key: str | None, method: str, args: list) -> None:
         try:
             value = await self._outbound(None if iid is None else self.instances.get(iid), binding, key, method, args)
@@ -384,7 +379,7 @@ class Bridge:
         except Exception as err:  # noqa: BLE001 - it is thrown into the JS caller
             ok, value = False, _error_info(err)
             if isinstance(err, WorkerUnsupported):  # journaled as the host's own are, caught in JS or not
-                self._refused(iid, err)
+                apply_op(self, ["refused", iid, err])
         try:
             self._journaled(iid, {"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
         except JsValueError as err:  # the result cannot cross (nothing was sent): the JS caller gets the error instead

@@ -115,8 +115,8 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
         else:
             bridge.sim.journal_event("console", detail=detail)
         return None
-    if kind == "refused":  # a WorkerUnsupported made in the host (refused.mjs), caught or not
-        obj = None if iid is None else bridge.instances.get(iid)
+    if kind == "refused":  # a WorkerUnsupported made in the host (refused.mjs) or by Python answering it, caught or not
+        obj = bridge.instances.get(iid) if isinstance(iid, int) else None
         live = obj is not None and obj.ctx._host.ctx is obj.ctx
         journal_refusal(bridge.sim, obj.ctx._host if live else None, op[2])
         return None
