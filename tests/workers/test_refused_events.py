@@ -118,3 +118,27 @@ def test_a_worker_trying_to_disable_the_hook_is_refused_and_journaled(tmp_path):
     got = _refused(r)
     assert [(t, o) for t, o, _ in got] == [(0, None)]
     assert got[0][2].startswith("WorkerUnsupported.noticed = ... is refused")
+
+
+def test_the_worker_command_says_the_refusals_in_text_and_json(tmp_path, capsys):
+    from alarmkit.cli import main
+
+    (tmp_path / "entry.py").write_text(PY)
+    (tmp_path / "drive.json").write_text(json.dumps(DRIVE))
+    args = ["worker", "--worker", str(tmp_path / "entry.py"), "--bind", "PING=Pinger", "--drive", str(tmp_path / "drive.json")]
+    main(args + ["--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["refusals"]["count"] == 2 and out["refusals"]["first_ms"] == 0
+    assert out["refusals"]["first"].startswith("time.sleep() blocks the whole isolate")
+    assert out["verdict"]["status"] == "warning"
+    main(args)
+    text = capsys.readouterr().out
+    assert "refusals: 2 (journaled as refused events; first at 0 ms: time.sleep() blocks the whole isolate" in text
+    assert "! 2 refusals: the code touched surface alarmkit does not simulate (first: at 0 ms, " in text
+
+
+def test_the_refused_mark_is_drawn_and_in_the_glossary():
+    from alarmkit.viz._handout import MEANING
+    from alarmkit.viz._timeline import NOTABLE, VERMILION, style
+
+    assert style("refused") == (VERMILION, "octagon-open", 12, 1) and "refused" in NOTABLE and "refused" in MEANING
