@@ -142,3 +142,38 @@ def test_the_refused_mark_is_drawn_and_in_the_glossary():
     from alarmkit.viz._timeline import NOTABLE, VERMILION, style
 
     assert style("refused") == (VERMILION, "octagon-open", 12, 1) and "refused" in NOTABLE and "refused" in MEANING
+
+
+JS_FAKE = '''
+import { DurableObject } from "cloudflare:workers";
+export class Pinger extends DurableObject {
+  async start() { await this.ctx.storage.setAlarm(500); return "ok"; }
+  async alarm() {
+    try { await this.env.API.publish("x"); } catch (e) { /* caught: the run goes on */ }
+  }
+}
+'''
+
+
+class _Fake:
+    def other(self):
+        return 1
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_a_refusal_python_makes_answering_a_js_call_is_journaled_on_the_calling_object(tmp_path):
+    entry = tmp_path / "entry.js"
+    entry.write_text(JS_FAKE)
+    import alarmkit as ak
+    from alarmkit.journal import verdict_of_events
+
+    sim = ak.Simulation(seed=1)
+    w = sim.load_worker(entry, bindings={"PING": "Pinger", "API": _Fake()})
+    assert sim.call(w.env.PING.get("p").start()) == "ok"
+    sim.run(until=5000)
+    ev = sim.events()
+    got = [(int(row.t_ms), row.object_id, json.loads(row.detail)["text"]) for row in ev[ev["kind"] == "refused"].itertuples()]
+    assert list(ev.loc[ev["kind"] == "fire", "t_ms"]) == [502]  # this simulation's fire of the alarm set for 500
+    assert [(t, o) for t, o, _ in got] == [(502, "p")]  # at the fire's time, on the calling object
+    assert got[0][2].startswith("env.API.publish: the Python object bound as API (_Fake) has no method 'publish'")
+    assert verdict_of_events(ev).status == "warning"
