@@ -3,6 +3,8 @@ here and exported at the top level (``alarmkit.FacetBroken``...)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AlarmkitError",
     "InternalError",
@@ -191,11 +193,59 @@ class WorkerError(AlarmkitError):
     that names no Durable Object class, a wrangler file alarmkit cannot read."""
 
 
-class WorkerUnsupported(WorkerError):
+def _listeners() -> tuple:
+    hooks: list = []
+
+    def listen(fn: Any) -> None:
+        if fn not in hooks:
+            hooks.append(fn)
+
+    def call(err: BaseException) -> None:
+        for fn in tuple(hooks):
+            try:
+                fn(err)
+            except Exception:  # noqa: BLE001 - a listener never stops the refusal itself
+                pass
+
+    return listen, call
+
+
+# ``listen(fn)``: ``fn(err)`` is called as each ``WorkerUnsupported`` is made (the hosts journal it: a refusal
+# the code catches is still seen). Held in a closure: the worker's code cannot empty the list.
+listen_refusals, _call_listeners = _listeners()
+_SEALED = frozenset({"noticed", "__init__", "__new__", "__setattr__", "__delattr__"})
+
+
+class _Sealed(type):
+    """``WorkerUnsupported``'s metaclass: ``noticed`` and its constructor cannot be replaced or deleted (a
+    worker's ``WorkerUnsupported.noticed = lambda self: None`` would hide its refusals from the verdict)."""
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        if name in _SEALED:
+            raise WorkerUnsupported(f"WorkerUnsupported.{name} = ... is refused: every refusal is journaled (a "
+                                    "refused event) and named in the verdict, and that cannot be turned off")
+        super().__setattr__(name, value)
+
+    def __delattr__(cls, name: str) -> None:
+        if name in _SEALED:
+            raise WorkerUnsupported(f"del WorkerUnsupported.{name} is refused: every refusal is journaled (a "
+                                    "refused event) and named in the verdict, and that cannot be turned off")
+        super().__delattr__(name)
+
+
+class WorkerUnsupported(WorkerError, metaclass=_Sealed):
     """The worker used what the simulation cannot run (outbound fetch, a KV, R2, D1 or queue binding...),
     or a Python Worker's code reached out of the simulation (a socket, a file written, a process, a
     thread: refused at the call by an audit hook); the message names it and how to stub it
-    (``bindings={"NAME": a_python_object}``)."""
+    (``bindings={"NAME": a_python_object}``). Each one is *noticed* as it is made: the hosts journal a
+    ``refused`` event, so a refusal the code (or a library) catches still reaches the verdict."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.noticed()
+
+    def noticed(self, _call: Any = _call_listeners) -> None:
+        _call(self)
 
 
 class WorkerFailure(AlarmkitError):

@@ -28,6 +28,8 @@ class                kinds (who writes them)
 ``library failed``   ``lib_failed`` (a recurring one failed and moved on)
 ``library dropped``  ``lib_dropped`` (the library dropped it after it failed)
 ``library cancelled`` ``lib_cancelled``
+``refused``          ``refused`` (the code touched surface alarmkit does not simulate; caught or not:
+                     ``workers._base.journal_refusal``)
 ===================  ==========================================================================
 
 Every other kind counts under its own name: the keepalive's ``keepalive_arm``/``_disarm``/``_fire``
@@ -64,6 +66,7 @@ CLASS_OF: dict[str, str] = {
     "clock_start": "lifecycle", "cpu": "lifecycle",
     "lib_schedule": "library schedule", "lib_ran": "library ran", "lib_failed": "library failed",
     "lib_dropped": "library dropped", "lib_cancelled": "library cancelled",
+    "refused": "refused",
 }
 
 # The kinds alarmkit writes for a library's own schedules (``_library.schedule_rows``, the one builder).
@@ -75,7 +78,7 @@ LIBRARY_KINDS = frozenset({"lib_schedule", "lib_ran", "lib_failed", "lib_dropped
 RUNTIME_KINDS = frozenset({
     "arm", "disarm", "fire", "fire_skipped", "handler_ok", "handler_error", "retry_scheduled", "abandoned",
     "revive", "effect", "crash", "facet_broken", "actor_broken", "aborted", "fault", "restart", "construct",
-    "call", "evict", "bucket", "clock_start", "wake", "cpu",
+    "call", "evict", "bucket", "clock_start", "wake", "cpu", "refused",
 })
 
 

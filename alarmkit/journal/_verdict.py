@@ -237,7 +237,31 @@ def _event_warnings(events: pd.DataFrame) -> tuple[Finding, ...]:
         out.append(Finding(str(row["kind"]), row["object_id"], int(row["t_ms"]),
                            f"{row['kind']} · {row['object_id']}: the {what} broke at {fmt_ms(int(row['t_ms']))}"
                            + (f" ({str(reason)[:160]})" if reason else "")))
-    return tuple(out[:50])
+    out = out[:49]
+    refusal = _refusal_warning(ev)
+    return tuple(out + [refusal] if refusal is not None else out)
+
+
+REFUSAL_SHOWN = 160  # the first refusal's text in the verdict's line is cut to this
+
+
+def _refusal_warning(ev: pd.DataFrame) -> Finding | None:
+    """One warning counting the ``refused`` events: the code touched surface alarmkit does not simulate (a
+    library may have caught it and gone on: the run is not what workerd would have run), never green."""
+    rows = ev[ev["kind"] == "refused"]
+    if not len(rows):
+        return None
+    first = rows.iloc[0]
+    text = " ".join(str(_detail(first["detail"]).get("text") or "").split())
+    if len(text) > REFUSAL_SHOWN:
+        text = text[:REFUSAL_SHOWN - 1] + "…"
+    n = len(rows)
+    obj = first["object_id"] if pd.notna(first["object_id"]) else None
+    return Finding("refused", obj, int(first["t_ms"]),
+                   f"{n} {'refusal' if n == 1 else 'refusals'}: the code touched surface alarmkit does not simulate "
+                   f"(first: at {fmt_ms(int(first['t_ms']))}, {text}); the run is not what workerd would run even "
+                   "if the code caught it: bind a fake with sim.load_worker(..., bindings={...}) (or run_drive's "
+                   "bindings, or --bind)")
 
 
 def _detail(text: Any) -> dict:

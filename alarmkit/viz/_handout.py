@@ -98,6 +98,7 @@ MEANING = {
     "(forced or injected eviction)",
     "obligation due, never ran": "the verdict: work that was due here never ran (hover says why)",
     "expect_failed": "a drive's expectation about the end state did not hold (hover names it)",
+    "refused": "the code touched surface alarmkit does not simulate (a refusal, caught or not; hover names it)",
 }
 
 

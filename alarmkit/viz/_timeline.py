@@ -67,6 +67,8 @@ KIND_STYLE: dict[str, tuple[str, str, int, int]] = {
     "lib_failed": (ORANGE, "square-x-open", 11, 1),
     "lib_dropped": (VERMILION, "square-x", 13, 1),
     "lib_cancelled": (GREY, "diamond-x-open", 9, 1),
+    # the code touched surface alarmkit does not simulate (caught or not): a stop sign on the effects row
+    "refused": (VERMILION, "octagon-open", 12, 1),
 }
 _LINE_CLASS = {"lead": "arm", "rearm": "arm", "earlier": "arm", "later": "arm", "retry": "retry_scheduled", "lib": "lib_schedule"}  # a move's class
 _SPARE = ["circle-x", "square-x", "diamond-x", "cross", "pentagon", "hexagon", "triangle-left", "triangle-right"]
@@ -76,7 +78,7 @@ OVERVIEW_THRESHOLD = 100_000  # above this many, the opening view is a density m
 DETAIL_IN_VIEW = 100_000  # zoomed in on fewer events than this, every event is drawn (see _bigpage.ON_ZOOM)
 NOTABLE = {DUPLICATE, DEATH, "crash", "fault", "abandoned", "revive", "restart", "handler_error", "fire_skipped",
            "facet_broken", "actor_broken", "revival", "deploy", "expect_failed", "lib_dropped",
-           "lib_failed"}  # drawn even in the zoomed-out overview
+           "lib_failed", "refused"}  # drawn even in the zoomed-out overview
 DENSITY_BINS = 800
 DENSITY_SCALE = [[0, "#eaf2fa"], [0.1, "#c6dbef"], [0.3, "#85b5da"], [0.6, "#3f7fbf"], [1, "#08306b"]]
 TICK_LIMIT = 60  # above this many lanes, only every k-th lane is named on the axis

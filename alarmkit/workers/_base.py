@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ..errors import WorkerError, WorkerUnsupported
 
-__all__ = ["Headers", "Request", "Response", "Worker", "BASE_URL", "RefusedBinding", "Var"]
+__all__ = ["Headers", "Request", "Response", "Worker", "BASE_URL", "RefusedBinding", "Var", "journal_refusal", "REFUSAL_CHARS"]
 
 # a path alone ("/touch?id=a") is resolved against this, as wrangler dev's default origin would be
 BASE_URL = "http://localhost/"
@@ -283,3 +283,24 @@ class Env:
 
     def __repr__(self) -> str:
         return f"<env {sorted(self.__dict__)}>"
+
+
+REFUSAL_CHARS = 1000  # a refusal's text in its journal event is cut to this
+
+
+def journal_refusal(sim: Any, host: Any, err: Any) -> None:
+    """The one home of a refusal's journal event (both hosts): a ``refused`` event about ``host``'s object
+    (None: the whole run, e.g. at the module's import) at the virtual time now, its detail the refusal's
+    text, cut. ``err``: a ``WorkerUnsupported`` (journaled once, however many hosts notice it) or its text."""
+    if isinstance(err, BaseException):
+        if getattr(err, "_alarmkit_journaled", False):
+            return
+        try:
+            err._alarmkit_journaled = True  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+        err = str(err)
+    text = str(err)
+    if len(text) > REFUSAL_CHARS:
+        text = text[:REFUSAL_CHARS - 1] + "…"
+    sim.log("refused", host, None, None, None, {"text": text})

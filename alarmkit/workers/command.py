@@ -208,6 +208,7 @@ def _run(args: argparse.Namespace) -> int:
         if report is not None:
             export_html(result, report)
         schedules = _schedules(result)  # read while the journal is open (sim.events() reads it)
+        refusals = _refusals(result)
     finally:
         if journal is not None:
             journal.close()
@@ -216,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
                "pending": result["pending"], "expectations": result["expectations"],
                "expect_failures": result["expect_failures"], "outcomes": result["outcomes"], "final_alarms": _alarms(result),
                "verdict": verdict.to_dict(), "entry": args.entry or "", "drive": args.drive,
-               "bindings": _bindings(result), "library_schedules": schedules,
+               "bindings": _bindings(result), "library_schedules": schedules, "refusals": refusals,
                "logs": [list(x) for x in result["logs"]]}
     if compared is not None:
         summary["wrangler_bundle"] = compared.to_dict()
@@ -282,6 +283,19 @@ def _schedule_line(d: dict) -> str:
             f"{d['outcome']}{end}{tries}{err}")
 
 
+def _refusals(result: Any) -> dict:
+    """How many ``refused`` events the run journaled, and the first one's time and text (cut)."""
+    ev = result.events
+    rows = ev[ev["kind"] == "refused"] if ev is not None and len(ev) else ev
+    if rows is None or not len(rows):
+        return {"count": 0, "first": None, "first_ms": None}
+    try:
+        text = str(json.loads(rows.iloc[0]["detail"]).get("text", ""))
+    except (TypeError, ValueError, AttributeError):
+        text = ""
+    return {"count": int(len(rows)), "first": text[:300], "first_ms": int(rows.iloc[0]["t_ms"])}
+
+
 def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     from ..scenarios.registry import attempt_text
 
@@ -289,6 +303,10 @@ def _readable(s: dict, args: argparse.Namespace, report: Path | None) -> str:
     lines = ["verdict: " + "\n  ".join(s["verdict"]["lines"])] if s.get("verdict") else []
     lines += [f"worker (profile {s['profile']}, seed {s['seed']}, {where}): {s['events']} events, "
              f"{s['requests']} request{'s' * (s['requests'] != 1)}, {s['failed']} failed, {s['pending']} still running at the end"]
+    ref = s.get("refusals") or {}
+    if ref.get("count"):
+        lines.append(clean(f"refusals: {ref['count']} (journaled as refused events; first at {ref['first_ms']} ms: "
+                           f"{ref['first']})", 300))
     for o in s["outcomes"]:
         end = f"-> {o['done_ms']} ms" if "done_ms" in o else "-> still running"
         if "error" in o:

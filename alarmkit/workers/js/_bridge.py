@@ -248,6 +248,8 @@ class Bridge:
                         apply_op(self, op)
                     value = apply_op(self, r["op"])
                 except Exception as err:  # noqa: BLE001 - the error goes back into JS, thrown where the read was
+                    if isinstance(err, WorkerUnsupported):
+                        apply_op(self, ["refused", r["op"][1] if len(r["op"]) > 1 else None, err])
                     proc.send({"ok": False, "error": _error_info(err)})
                     continue
                 try:
@@ -376,6 +378,8 @@ class Bridge:
             ok = True
         except Exception as err:  # noqa: BLE001 - it is thrown into the JS caller
             ok, value = False, _error_info(err)
+            if isinstance(err, WorkerUnsupported):  # journaled as the host's own are, caught in JS or not
+                apply_op(self, ["refused", iid, err])
         try:
             self._journaled(iid, {"t": "settle", "nid": nid, "iid": iid, "ok": ok, "value": value})
         except JsValueError as err:  # the result cannot cross (nothing was sent): the JS caller gets the error instead

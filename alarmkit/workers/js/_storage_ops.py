@@ -17,6 +17,7 @@ from typing import Any
 
 from ...errors import AlarmkitError, SqlError
 from ...runtime import Savepoint
+from .._base import journal_refusal
 from ._facet_ops import facet_op
 
 __all__ = ["apply_op", "MAX_LOGS"]
@@ -113,6 +114,11 @@ def apply_op(bridge: Any, op: list) -> Any:  # bridge: a _bridge.Bridge (not imp
             bridge.libs.console(obj.ctx._host, op[3])
         else:
             bridge.sim.journal_event("console", detail=detail)
+        return None
+    if kind == "refused":  # a WorkerUnsupported made in the host (refused.mjs) or by Python answering it, caught or not
+        obj = bridge.instances.get(iid) if isinstance(iid, int) else None
+        live = obj is not None and obj.ctx._host.ctx is obj.ctx
+        journal_refusal(bridge.sim, obj.ctx._host if live else None, op[2])
         return None
     obj = bridge.instances.get(iid)
     if obj is None:

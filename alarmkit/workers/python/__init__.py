@@ -128,6 +128,7 @@ def load(sim: Any, path: Path, bindings: dict[str, Any], compat: str) -> PythonW
     worker = PythonWorker(sim, path, compat)
     shims = make_modules(worker, worker.sdk)
     isolated = Isolated(path.parent, shims, printer(worker))
+    outer, STATE.sim = STATE.sim, sim  # a refusal the module catches at its top is journaled at the load's time
     try:
         worker.module = mod = gate(without_loop(isolated.load_entry), sim.wall_limit_s, sim.memory_limit_mb, path)
     except MemoryLimit as err:
@@ -137,6 +138,8 @@ def load(sim: Any, path: Path, bindings: dict[str, Any], compat: str) -> PythonW
     except WallClockLimit as err:
         raise WorkerError(str(over_wall_limit(f"importing {path}", sim.wall_limit_s or 0, where_stopped(err),
                                               "the worker was not loaded"))) from None
+    finally:
+        STATE.sim = outer
     gate_steps(sim)
     base = worker.sdk.DurableObject
     exported = {k: v for k, v in vars(mod).items() if isinstance(v, type) and issubclass(v, base) and v is not base}

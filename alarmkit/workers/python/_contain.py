@@ -95,6 +95,7 @@ class _State:
     dozing = False  # the watchdog waits longer than MEMORY_POLL_S: a gated call with a memory limit wakes it
     armed = False  # a gated call with a memory limit ran lately: the watchdog looks often, even between calls
     grew_mb = 0.0  # by how much the step that got MemoryLimit had grown the memory
+    sim: Any = None  # the simulation whose gated call runs (a refusal made in it is journaled there: _guard)
 
 
 STATE = _State()

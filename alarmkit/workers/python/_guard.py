@@ -22,13 +22,14 @@ from types import CoroutineType, coroutine
 from typing import Any, Callable
 
 from ..._text import name_of, text_of
-from ...errors import WorkerFailure
+from ...errors import WorkerFailure, listen_refusals
 from ...kernel import NO_LIMIT, over_memory_limit, over_wall_limit
+from .._base import journal_refusal
 from ._contain import STATE, WAKE, MemoryLimit, WallClockLimit, _FILES, ensure_watchdog, rss_pages
 from ._noloop import enter as no_loop, leave as leave_loop
 
 __all__ = ["guarded", "guard_coro", "printer", "gate_steps", "log_line", "MAX_LOGS", "where_stopped", "start_task",
-           "ordinary", "passable", "name_of", "text_of", "NOTE", "noted"]
+           "ordinary", "passable", "name_of", "text_of", "NOTE", "noted", "running_ctx"]
 
 MAX_LOGS = 100_000  # lines kept in w.logs (every one is in the journal too)
 NOTE = "raised in the simulated code of"  # as the runtime notes an interruption (alarmkit.cli tells it from Ctrl-C)
@@ -176,14 +177,35 @@ def log_line(worker: Any, level: str, text: str) -> None:
     if len(worker.logs) < MAX_LOGS:
         worker.logs.append((sim.now, level, text))
     detail = {"level": level, "text": text[:4000]}
+    ctx = running_ctx(sim)
+    if ctx is not None:
+        ctx.journal_event("console", detail=detail)
+    else:
+        sim.journal_event("console", detail=detail)
+
+
+def running_ctx(sim: Any) -> Any:
+    """The live ctx of the object whose code runs now in ``sim`` (None: outside any object)."""
     ctx = CURRENT[0]
     if ctx is None:
         host = getattr(getattr(sim.kernel.current, "on_suspend", None), "__self__", None)
         ctx = getattr(host, "ctx", None)
     if ctx is not None and hasattr(ctx, "journal_event") and ctx._host.ctx is ctx:  # a live instance's
-        ctx.journal_event("console", detail=detail)
-    else:
-        sim.journal_event("console", detail=detail)
+        return ctx
+    return None
+
+
+def _noticed(err: BaseException) -> None:
+    """A ``WorkerUnsupported`` made while a Python Worker's code runs (a gated call): journaled as ``refused``
+    about the object whose code runs, at the virtual time now (``journal_refusal``), caught or not."""
+    sim = STATE.sim
+    if not STATE.depth or sim is None:
+        return
+    ctx = running_ctx(sim)
+    journal_refusal(sim, None if ctx is None else ctx._host, err)
+
+
+listen_refusals(_noticed)
 
 
 def printer(worker: Any) -> Callable[..., None]:
@@ -241,10 +263,11 @@ def _gated(sim: Any, inner: Callable) -> Callable:
     st, kernel, ident = STATE, sim.kernel, threading.get_ident
 
     def gated(*args: Any, **kwargs: Any) -> Any:
-        outer = st.kernel, st.limit, st.memory
+        outer = st.kernel, st.limit, st.memory, st.sim
         memory = sim._memory_limit_mb
         st.base = rss_pages() if memory is not None else 0  # one pread (~1 us) a run(), call() or step(), set
         st.kernel, st.limit, st.memory, st.thread = kernel, sim._wall_limit_s, memory, ident()  # before the limit
+        st.sim = sim
         st.depth += 1
         if memory is not None:
             st.armed = True
@@ -262,6 +285,6 @@ def _gated(sim: Any, inner: Callable) -> Callable:
         finally:
             leave_loop(loop)
             st.depth -= 1
-            st.kernel, st.limit, st.memory = outer
+            st.kernel, st.limit, st.memory, st.sim = outer
 
     return gated

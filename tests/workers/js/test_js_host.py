@@ -86,7 +86,7 @@ def test_fetch_default_export_and_object_fetch(probe):
 
 
 @pytest.mark.parametrize("method, message", [
-    ("outbound", 'TypeError: fetch("https://example.com/") is refused'),
+    ("outbound", 'WorkerUnsupported: fetch("https://example.com/") is refused'),  # one class for every refusal
     ("throwsType", "TypeError: Cannot read properties of null"),
 ])
 def test_refusals_and_thrown_errors_reach_the_caller(probe, method, message):

@@ -25,8 +25,10 @@ import { handOver, installHibernation, setObjectLookup } from "./websocket.mjs";
 import { installRefused } from "./globals.mjs";
 import { installProcess, populatesEnv } from "./node-process.mjs";
 import { GLOBALS, refuseMissing } from "./surface.mjs";
+import { onRefused } from "./refused.mjs";
 
 refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
+onRefused((text) => S.report.ops.push(["refused", S.cur, text])); // every refusal journaled, caught or not
 
 const KEYS = ["ops", "done", "timers", "clear", "waits", "calls"];
 let mod = null;

@@ -5,6 +5,7 @@ import { RealDate, outbound, randomHex, waitFor } from "./sandbox.mjs";
 import { DurableObjectFacets, exportsObject } from "./facets.mjs";
 import { CTX, SQL, STORAGE, refuseMissing } from "./surface.mjs";
 import { socketOf, socketToken } from "./websocket.mjs";
+import { WorkerUnsupported } from "./refused.mjs";
 
 // -- Request / Response across the pipe ----------------------------------------------------------
 export function requestOf(input, init) {
@@ -369,9 +370,7 @@ export function makeEnv(bindings, services, objects = [], vars = {}, refused = {
   for (const [k, v] of Object.entries(vars)) base[k] = v;
   for (const [r, message] of Object.entries(refused)) {
     const refuse = (prop) => {
-      const err = new Error(prop === undefined ? message : message.replace(`env.${r}:`, `env.${r}.${prop}:`));
-      err.name = "WorkerUnsupported";
-      return err;
+      return new WorkerUnsupported(prop === undefined ? message : message.replace(`env.${r}:`, `env.${r}.${prop}:`));
     };
     base[r] = new Proxy(function () {}, {
       get(_t, prop) {

@@ -3,12 +3,28 @@
 // alarmkit does not model. Each throws `WorkerUnsupported` naming what was used and why, never a raw
 // TypeError that looks like the user's own bug. Imported by the bundle (a data: URL) and the host.
 
+// Every refusal is noticed as it is made: the host's hook (host.mjs: an op ["refused", object, text] in the
+// turn's report, journaled by Python as a `refused` event) sees it even when the code catches it. Set once.
+let hook = null;
+export function onRefused(fn) {
+  if (hook === null) hook = fn;
+}
+
 export class WorkerUnsupported extends Error {
   constructor(message) {
     super(message);
     this.name = "WorkerUnsupported";
+    if (hook !== null) {
+      try {
+        hook(String(message));
+      } catch {
+        // the refusal itself is thrown whatever the hook did
+      }
+    }
   }
 }
+Object.freeze(WorkerUnsupported);
+Object.freeze(WorkerUnsupported.prototype);
 
 export function unsupported(what, why) {
   return new WorkerUnsupported(`${what} is refused under alarmkit's JavaScript host: ${why}`);

@@ -3,6 +3,7 @@
 import { webcrypto } from "node:crypto";
 import { AsyncResource } from "node:async_hooks";
 import { S, attempt, clockNow, clone, errInfo, show } from "./state.mjs";
+import { unsupported } from "./refused.mjs";
 
 // -- the virtual clock and the seeded random source -------------------------------------------
 export const RealDate = Date;
@@ -147,8 +148,6 @@ export function track(key, promise, iid) {
 
 globalThis.fetch = (input) => {
   const url = input instanceof Request ? input.url : String(input);
-  throw new TypeError(
-    `fetch(${JSON.stringify(url)}) is refused under alarmkit's JavaScript host: outbound network calls are not simulated; ` +
-      `bind a stub instead (bindings={"API": handler}) and call env.API.fetch(...)`,
-  );
+  throw unsupported(`fetch(${JSON.stringify(url)})`, "outbound network calls are not simulated; " +
+      `bind a stub instead (bindings={"API": handler}) and call env.API.fetch(...)`);
 };
