@@ -33,6 +33,7 @@ __all__ = [
     "JsValueError",
     "WorkerError",
     "WorkerUnsupported",
+    "MemberUnsupported",
     "WorkerFailure",
     "DriveError",
 ]
@@ -196,6 +197,13 @@ class WorkerUnsupported(WorkerError):
     or a Python Worker's code reached out of the simulation (a socket, a file written, a process, a
     thread: refused at the call by an audit hook); the message names it and how to stub it
     (``bindings={"NAME": a_python_object}``)."""
+
+
+class MemberUnsupported(WorkerUnsupported, AttributeError):
+    """A member the Python Worker host refuses (``ctx.getWebSockets``, ``js.Math.floor``, a sqlite3
+    connection's ``load_extension``), raised as it is read: a ``WorkerUnsupported`` naming it, and an
+    ``AttributeError``, so ``hasattr(obj, name)`` is False and ``getattr(obj, name, default)`` gives the
+    default, as for a member that is not there."""
 
 
 class WorkerFailure(AlarmkitError):

@@ -13,7 +13,9 @@ fake binding, a notebook) allows; the standard library and installed packages ar
 ``urllib.request.urlopen`` in the worker is refused; the same call in a fake binding is not). The import
 system's own bytecode cache (``__pycache__``) is allowed.
 
-Python 3.13 audits the start of a thread (``_thread.start_new_thread``); on 3.11 and 3.12 alarmkit adds
+``_posixsubprocess.fork_exec`` (what ``subprocess`` and ``multiprocessing``'s ``spawn`` start a process with)
+has no audit event: alarmkit adds one (``_fork_exec_audited``; ``multiprocessing``'s spawn started a process
+before). Python 3.13 audits the start of a thread (``_thread.start_new_thread``); on 3.11 and 3.12 alarmkit adds
 that event, wrapping ``_thread.start_new_thread`` (and ``threading._start_new_thread``) in a function that
 audits and then calls it: nothing else about threads changes.
 
@@ -109,7 +111,7 @@ NETWORK = {"socket.__new__", "socket.connect", "socket.connect_ex", "socket.bind
 FILES = {"open", "os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "os.link",
          "os.symlink", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile", "sqlite3.connect"}
 PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-             "os.startfile", "os.kill", "os.killpg"}
+             "os.startfile", "os.kill", "os.killpg", "_posixsubprocess.fork_exec"}
 THREADS = {"_thread.start_new_thread"}
 # the process every object and alarmkit share: its folder (a relative --report would land elsewhere), its
 # environment, a file's extended attributes, its audit hooks (they cannot be removed)
@@ -248,12 +250,34 @@ def _audited(start: Callable) -> Callable:
     return start_new_thread
 
 
+def _fork_exec_audited() -> None:
+    """``_posixsubprocess.fork_exec`` (how ``subprocess`` and ``multiprocessing``'s spawn start a process)
+    raises no audit event of its own: wrapped to raise one, then call it; nothing else changes."""
+    try:
+        import _posixsubprocess
+    except ImportError:  # not POSIX
+        return
+    real = _posixsubprocess.fork_exec
+    if hasattr(real, "__wrapped__"):
+        return
+
+    def fork_exec(*args: Any, **kwargs: Any) -> Any:
+        sys.audit("_posixsubprocess.fork_exec", *args[:3])
+        return real(*args, **kwargs)
+
+    fork_exec.__wrapped__ = real  # type: ignore[attr-defined]
+    _SKIP.add(fork_exec.__code__)
+    _posixsubprocess.fork_exec = fork_exec
+
+
 def install() -> None:
-    """Install the audit hook (once per process) and, before Python 3.13, the thread-start event."""
+    """Install the audit hook (once per process), the ``fork_exec`` event and, before Python 3.13, the
+    thread-start event."""
     global _installed
     with _lock:
         if _installed:
             return
+        _fork_exec_audited()
         if sys.version_info < (3, 13) and not hasattr(_thread.start_new_thread, "__wrapped__"):
             audited = _audited(_thread.start_new_thread)
             _thread.start_new_thread = _thread.start_new = audited  # type: ignore[attr-defined]
