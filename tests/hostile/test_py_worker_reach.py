@@ -195,3 +195,42 @@ def test_sys_stdout_buffer_is_the_workers_console(tmp_path, capfd):
                                                         ("error", "oops")]
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_a_workers_finalizer_run_after_the_simulation_writes_nothing_and_says_so_in_one_line(tmp_path):
+    """A ``__del__`` (and a ``weakref`` callback) of the worker's runs when Python's collector reaches the
+    object: after the simulation, outside any gated step. It wrote its file there; now the hook refuses it
+    and, as Python cannot raise from a finalizer, the refusal is one line on stderr, not a traceback."""
+    import subprocess
+    import sys
+
+    t = tmp_path / "target"
+    _entry(tmp_path, "return None", "rpc")
+    entry = tmp_path / "src" / "entry.py"
+    entry.write_text(entry.read_text().replace("KEEP = []\n", f'''KEEP = []
+import weakref
+
+class Leak:
+    def __del__(self):
+        open({str(t)!r} + "-del", "w").write("after")
+
+class Box:
+    pass
+
+HELD = Leak()  # dies with the module, at the process's exit
+BOX = Box()
+KEEP.append(weakref.ref(BOX, lambda ref: open({str(t)!r} + "-ref", "w")))
+'''))
+    script = (f"import gc, alarmkit as ak\nsim = ak.Simulation(seed=0)\nw = sim.load_worker({str(entry)!r}, "
+              "bindings={'W': 'W'})\nsim.call(w.env.W.getByName('a').go())\ndel w.module.BOX\ngc.collect()\n"
+              "print('ran')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(ak.__file__).parent.parent)})
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    said = "which Python's collector ran outside the simulation: open("
+    assert [line.split(", 'w'")[0] for line in done.stderr.splitlines()] == [
+        f"alarmkit: refused in <lambda>, {said}{str(t) + '-ref'!r}",  # the weakref callback, as BOX is collected
+        f"alarmkit: refused in Leak.__del__, {said}{str(t) + '-del'!r}"], done.stderr  # at the process's exit
+    assert all(f" in the worker's code at {entry}:" in line and "a file written outside the simulation" in line
+               for line in done.stderr.splitlines())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]

@@ -5,13 +5,15 @@ audit hook cannot be removed) refuses, with a ``WorkerUnsupported`` raised at th
 the simulation: the network (``socket.*``: a connect, a bind, a DNS lookup, a new socket), a file written,
 created, moved or removed (``open`` for writing, ``os.remove``, ``os.rename``, ``os.mkdir``...), a process
 (``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn``, ``os.fork``) and a
-thread (``_thread.start_new_thread``). It refuses only while simulated code runs (``gate``: a worker's
-import, a kernel step of a simulation that holds a Python Worker) and only a call made *from the worker's
-own modules*: walking the stack from the call outwards, the first frame that is a worker module's refuses,
-the first that is alarmkit's own (its journal, its storage) or the user's own code outside the worker (a
-fake binding, a notebook) allows; the standard library and installed packages are passed over (a
+thread (``_thread.start_new_thread``). It refuses a call made *from the worker's own modules*: walking
+the stack from the call outwards, the first frame that is a worker module's refuses, the first that is
+alarmkit's own (its journal, its storage) or the user's own code outside the worker (a fake binding, a
+notebook) allows; the standard library and installed packages are passed over (a
 ``urllib.request.urlopen`` in the worker is refused; the same call in a fake binding is not). The import
-system's own bytecode cache (``__pycache__``) is allowed.
+system's own bytecode cache (``__pycache__``) is allowed. A worker frame refuses outside a gated step
+too (``gate``: a worker's import, a kernel step of a simulation that holds a Python Worker): a ``__del__`` or
+``weakref`` callback of the worker's that Python's collector runs after the simulation wrote files before;
+Python cannot raise there, so ``_unraisable`` says it in one line on stderr.
 
 ``_posixsubprocess.fork_exec`` (what ``subprocess`` and ``multiprocessing``'s ``spawn`` start a process with)
 has no audit event: alarmkit adds one (``_fork_exec_audited``; ``multiprocessing``'s spawn started a process
@@ -226,8 +228,8 @@ def refusal(event: str, args: tuple, where: str) -> WorkerUnsupported:
 
 
 def _hook(event: str, args: tuple) -> None:
-    if event not in EVENTS or not STATE.depth or not _writes(event, args):
-        return
+    if event not in EVENTS or not _writes(event, args):  # a worker's code outside a gated step too: its
+        return  # __del__ or weakref callback run by the collector after the simulation wrote files
     kind, frame = owner_frame(sys._getframe(1))
     if kind != "worker":
         return
@@ -270,6 +272,22 @@ def _fork_exec_audited() -> None:
     _posixsubprocess.fork_exec = fork_exec
 
 
+_PREVIOUS: list = [sys.unraisablehook]
+
+
+def _unraisable(unraisable: Any) -> None:
+    """A refusal raised where Python cannot pass it on (a worker's ``__del__`` or ``weakref`` callback run by
+    the collector, after the simulation): one line on stderr, not Python's traceback; anything else goes to
+    the hook that was there before."""
+    err = unraisable.exc_value
+    if not isinstance(err, WorkerUnsupported):
+        return _PREVIOUS[0](unraisable)
+    owner = unraisable.object
+    name = getattr(owner, "__qualname__", None) or type(owner).__name__
+    sys.stderr.write(f"alarmkit: refused in {name}, which Python's collector ran outside the simulation: {err}\n")
+    return None
+
+
 def install() -> None:
     """Install the audit hook (once per process), the ``fork_exec`` event and, before Python 3.13, the
     thread-start event."""
@@ -278,6 +296,8 @@ def install() -> None:
         if _installed:
             return
         _fork_exec_audited()
+        _PREVIOUS[0] = sys.unraisablehook
+        sys.unraisablehook = _unraisable
         if sys.version_info < (3, 13) and not hasattr(_thread.start_new_thread, "__wrapped__"):
             audited = _audited(_thread.start_new_thread)
             _thread.start_new_thread = _thread.start_new = audited  # type: ignore[attr-defined]
