@@ -35,6 +35,7 @@ __all__ = [
     "JsValueError",
     "WorkerError",
     "WorkerUnsupported",
+    "MemberUnsupported",
     "WorkerFailure",
     "DriveError",
 ]
@@ -246,6 +247,13 @@ class WorkerUnsupported(WorkerError, metaclass=_Sealed):
 
     def noticed(self, _call: Any = _call_listeners) -> None:
         _call(self)
+
+
+class MemberUnsupported(WorkerUnsupported, AttributeError):
+    """A member the Python Worker host refuses (``ctx.getWebSockets``, ``js.Math.floor``, a sqlite3
+    connection's ``load_extension``), raised as it is read: a ``WorkerUnsupported`` naming it, and an
+    ``AttributeError``, so ``hasattr(obj, name)`` is False and ``getattr(obj, name, default)`` gives the
+    default, as for a member that is not there."""
 
 
 class WorkerFailure(AlarmkitError):

@@ -132,9 +132,10 @@ def test_a_task_group_is_refused_by_name(tmp_path, body):
     ("from js import WebSocket; return WebSocket.OPEN", "js.WebSocket.OPEN: this member is not provided"),
 ])
 def test_a_member_of_a_js_global_the_host_lacks_is_refused_by_name(tmp_path, body, refused):
-    """It was Python's AttributeError naming alarmkit's own class: type object '_Math' has no attribute 'floor'."""
+    """It was Python's AttributeError naming alarmkit's own class: type object '_Math' has no attribute 'floor'.
+    Now a MemberUnsupported (a WorkerUnsupported and an AttributeError: hasattr is False)."""
     out = _run(tmp_path, body)
-    assert out.get("error", "").startswith("WorkerUnsupported: " + refused), out
+    assert out.get("error", "").startswith("MemberUnsupported: " + refused), out
 
 
 @pytest.mark.parametrize("method, why", [

@@ -5,15 +5,19 @@ audit hook cannot be removed) refuses, with a ``WorkerUnsupported`` raised at th
 the simulation: the network (``socket.*``: a connect, a bind, a DNS lookup, a new socket), a file written,
 created, moved or removed (``open`` for writing, ``os.remove``, ``os.rename``, ``os.mkdir``...), a process
 (``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn``, ``os.fork``) and a
-thread (``_thread.start_new_thread``). It refuses only while simulated code runs (``gate``: a worker's
-import, a kernel step of a simulation that holds a Python Worker) and only a call made *from the worker's
-own modules*: walking the stack from the call outwards, the first frame that is a worker module's refuses,
-the first that is alarmkit's own (its journal, its storage) or the user's own code outside the worker (a
-fake binding, a notebook) allows; the standard library and installed packages are passed over (a
+thread (``_thread.start_new_thread``). It refuses a call made *from the worker's own modules*: walking
+the stack from the call outwards, the first frame that is a worker module's refuses, the first that is
+alarmkit's own (its journal, its storage) or the user's own code outside the worker (a fake binding, a
+notebook) allows; the standard library and installed packages are passed over (a
 ``urllib.request.urlopen`` in the worker is refused; the same call in a fake binding is not). The import
-system's own bytecode cache (``__pycache__``) is allowed.
+system's own bytecode cache (``__pycache__``) is allowed. A worker frame refuses outside a gated step
+too (``gate``: a worker's import, a kernel step of a simulation that holds a Python Worker): a ``__del__`` or
+``weakref`` callback of the worker's that Python's collector runs after the simulation wrote files before;
+Python cannot raise there, so ``_unraisable`` says it in one line on stderr.
 
-Python 3.13 audits the start of a thread (``_thread.start_new_thread``); on 3.11 and 3.12 alarmkit adds
+``_posixsubprocess.fork_exec`` (what ``subprocess`` and ``multiprocessing``'s ``spawn`` start a process with)
+has no audit event: alarmkit adds one (``_fork_exec_audited``; ``multiprocessing``'s spawn started a process
+before). Python 3.13 audits the start of a thread (``_thread.start_new_thread``); on 3.11 and 3.12 alarmkit adds
 that event, wrapping ``_thread.start_new_thread`` (and ``threading._start_new_thread``) in a function that
 audits and then calls it: nothing else about threads changes.
 
@@ -110,7 +114,7 @@ NETWORK = {"socket.__new__", "socket.connect", "socket.connect_ex", "socket.bind
 FILES = {"open", "os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "os.link",
          "os.symlink", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile", "sqlite3.connect"}
 PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-             "os.startfile", "os.kill", "os.killpg"}
+             "os.startfile", "os.kill", "os.killpg", "_posixsubprocess.fork_exec"}
 THREADS = {"_thread.start_new_thread"}
 # the process every object and alarmkit share: its folder (a relative --report would land elsewhere), its
 # environment, a file's extended attributes, its audit hooks (they cannot be removed)
@@ -225,8 +229,8 @@ def refusal(event: str, args: tuple, where: str) -> WorkerUnsupported:
 
 
 def _hook(event: str, args: tuple) -> None:
-    if event not in EVENTS or not STATE.depth or not _writes(event, args):
-        return
+    if event not in EVENTS or not _writes(event, args):  # a worker's code outside a gated step too: its
+        return  # __del__ or weakref callback run by the collector after the simulation wrote files
     kind, frame = owner_frame(sys._getframe(1))
     if kind != "worker":
         return
@@ -249,12 +253,52 @@ def _audited(start: Callable) -> Callable:
     return start_new_thread
 
 
+def _fork_exec_audited() -> None:
+    """``_posixsubprocess.fork_exec`` (how ``subprocess`` and ``multiprocessing``'s spawn start a process)
+    raises no audit event of its own: wrapped to raise one, then call it; nothing else changes."""
+    try:
+        import _posixsubprocess
+    except ImportError:  # not POSIX
+        return
+    real = _posixsubprocess.fork_exec
+    if hasattr(real, "__wrapped__"):
+        return
+
+    def fork_exec(*args: Any, **kwargs: Any) -> Any:
+        sys.audit("_posixsubprocess.fork_exec", *args[:3])
+        return real(*args, **kwargs)
+
+    fork_exec.__wrapped__ = real  # type: ignore[attr-defined]
+    _SKIP.add(fork_exec.__code__)
+    _posixsubprocess.fork_exec = fork_exec
+
+
+_PREVIOUS: list = [sys.unraisablehook]
+
+
+def _unraisable(unraisable: Any) -> None:
+    """A refusal raised where Python cannot pass it on (a worker's ``__del__`` or ``weakref`` callback run by
+    the collector, after the simulation): one line on stderr, not Python's traceback; anything else goes to
+    the hook that was there before."""
+    err = unraisable.exc_value
+    if not isinstance(err, WorkerUnsupported):
+        return _PREVIOUS[0](unraisable)
+    owner = unraisable.object
+    name = getattr(owner, "__qualname__", None) or type(owner).__name__
+    sys.stderr.write(f"alarmkit: refused in {name}, which Python's collector ran outside the simulation: {err}\n")
+    return None
+
+
 def install() -> None:
-    """Install the audit hook (once per process) and, before Python 3.13, the thread-start event."""
+    """Install the audit hook (once per process), the ``fork_exec`` event and, before Python 3.13, the
+    thread-start event."""
     global _installed
     with _lock:
         if _installed:
             return
+        _fork_exec_audited()
+        _PREVIOUS[0] = sys.unraisablehook
+        sys.unraisablehook = _unraisable
         if sys.version_info < (3, 13) and not hasattr(_thread.start_new_thread, "__wrapped__"):
             audited = _audited(_thread.start_new_thread)
             _thread.start_new_thread = _thread.start_new = audited  # type: ignore[attr-defined]

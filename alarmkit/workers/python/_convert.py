@@ -48,11 +48,13 @@ class JsDate:
     valueOf = getTime
 
     def toISOString(self) -> str:
+        if self.ms != self.ms or abs(self.ms) > 8.64e15:
+            raise ValueError("RangeError: Invalid time value")  # JavaScript's Invalid Date
         t = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=self.ms)
         return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(self.ms) % 1000:03d}Z"
 
     def __repr__(self) -> str:
-        return f"Date({self.toISOString()})"
+        return "Date(Invalid Date)" if self.ms != self.ms or abs(self.ms) > 8.64e15 else f"Date({self.toISOString()})"
 
 
 def _refuse(value: Any) -> TypeError:

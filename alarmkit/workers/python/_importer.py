@@ -19,11 +19,13 @@ from typing import Any
 from ...errors import WorkerError
 from ._contain import WallClockLimit, register_file
 from ._guard import NOTE, name_of, noted, passable, text_of
-from ._unaudited import REAL_SUBMODULES
+from ._reach import OWN, make_importlib, refuse_alarmkit
+from ._unaudited import PASSED, REAL_SUBMODULES
 
 __all__ = ["Isolated"]
 
 
+PASSED.add(__file__)  # a refusal of an import names the worker's line that imports
 MAX_SOURCE = 1 << 24  # 16 MiB: a worker module past this is not a hand-written one
 
 
@@ -38,6 +40,7 @@ class Isolated:
         vars(own).update(vars(builtins))
         self.shims = {"builtins": own, **shims}
         self.modules: dict[str, types.ModuleType] = {}
+        self.shims["importlib"] = make_importlib(self._import, self.shims, self.modules, self._run_again)
         self.builtins = vars(own)
         self.builtins["__import__"] = self._import
         if print_ is not None:
@@ -104,6 +107,13 @@ class Isolated:
                               "(ValueError, RuntimeError...) or none") from None
         return mod
 
+    def _run_again(self, mod: types.ModuleType) -> types.ModuleType:
+        """``importlib.reload`` of the worker's own module: its code run again in its namespace, as
+        Python's reload does (what it raises is raised in the worker's code that called it)."""
+        path = Path(mod.__file__ or "")
+        exec(compile(path.read_bytes(), str(path), "exec", dont_inherit=True), mod.__dict__)
+        return mod
+
     def _local(self, name: str) -> types.ModuleType | None:
         """Load the worker's own module ``name`` (dotted) from its folder, or None if it is not there."""
         parts = name.split(".")
@@ -150,6 +160,8 @@ class Isolated:
             return mod if fromlist else self.modules[top]
         if level:
             raise ImportError(f"No module named {name!r} in the worker's folder {self.root}")
+        if top == OWN:
+            raise refuse_alarmkit(name)
         return builtins.__import__(name, globals, locals, fromlist, 0)
 
 

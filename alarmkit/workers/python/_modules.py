@@ -17,18 +17,20 @@ import time as _time
 import types
 from typing import Any
 
-from ...errors import WorkerUnsupported
+from ...errors import MemberUnsupported, WorkerUnsupported
 from ...kernel import Future
 from ._convert import JsDate, JsDict, from_rpc, to_rpc
 from ._guard import log_line, start_task
 from ._noloop import own_loop, run
 from ._process import make_faulthandler, make_signal, make_sys
 from ._sdk import outbound_fetch
+from ._reach import make_reach
 from ._unaudited import make_unaudited
 
 __all__ = ["make_modules"]
 
 _UTC = _dt.timezone.utc
+MAX_TIMER_MS = 3_153_600_000_000  # workerd's longest setTimeout: 100 years (io-context.c++ setTimeoutImpl)
 
 
 def _clock_time(sim: Any) -> types.ModuleType:
@@ -90,11 +92,15 @@ def _asyncio(sim: Any) -> types.ModuleType:
     mod.__dict__.update({k: v for k, v in vars(_aio).items() if not k.startswith("__")})
 
     def sleep(delay: float, result: Any = None) -> Any:
-        """``await asyncio.sleep(s)`` on the virtual clock; ``s <= 0`` returns at once (after one turn of the
-        loop, as Python's does), NaN too (Python's ``sleep`` treats it so)."""
+        """``await asyncio.sleep(s)`` on the virtual clock, as Pyodide's (Python 3.13) does on workerd: ``s <= 0``
+        returns at once (after one turn of the loop); NaN raises ``ValueError`` at the await (CPython 3.13's
+        ``asyncio.sleep``); a longer delay than workerd's timers take (``inf`` too) waits workerd's longest,
+        100 years (``IoContext::setTimeoutImpl`` clamps ``setTimeout``, on which Pyodide's loop sleeps, to
+        [0, 3153600000000] ms: src/workerd/io/io-context.c++)."""
         if isinstance(delay, bool) or not isinstance(delay, (int, float)):
             raise TypeError(f"asyncio.sleep() takes a number of seconds, got {type(delay).__name__}")
-        ms = 0 if delay != delay or delay <= 0 else delay * 1000
+        nan = delay != delay
+        ms = 0 if nan or delay <= 0 else min(delay * 1000, MAX_TIMER_MS)
         if ms > 2**53 - sim.now:
             raise TypeError(f"asyncio.sleep({delay!r:.40}): past the end of the simulation's clock (2**53 ms); "
                             "sleep less")
@@ -102,6 +108,8 @@ def _asyncio(sim: Any) -> types.ModuleType:
         ms = int(round(ms))
 
         async def wait() -> Any:
+            if nan:
+                raise ValueError("Invalid delay: NaN (not a number)")
             await (sim.kernel.sleep(ms) if ms else sim.kernel.checkpoint())
             return result
 
@@ -134,7 +142,7 @@ def _no_member(owner: str, name: str, members: Any) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     has = ", ".join(sorted(k for k in members if not k.startswith("_"))) or "nothing"
-    raise WorkerUnsupported(f"js.{owner}.{name}: this member is not provided by alarmkit's Python Worker host "
+    raise MemberUnsupported(f"js.{owner}.{name}: this member is not provided by alarmkit's Python Worker host "
                             f"(js.{owner} has {has}); see docs/workers.md")
 
 
@@ -144,6 +152,33 @@ class _Global(type):
     def __getattr__(cls, name: str) -> Any:
         return _no_member(cls.__name__.lstrip("_").replace("JsResponse", "Response").replace("JsRequest", "Request"),
                           name, vars(cls))
+
+
+def _date_ms(sim: Any, args: tuple) -> float:
+    if not args:
+        return float(sim.now)
+    if len(args) == 1:
+        (value,) = args
+        if isinstance(value, JsDate):
+            return value.ms
+        if isinstance(value, str):
+            try:
+                t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                return float("nan")
+            return (t if t.tzinfo else t.replace(tzinfo=_UTC)).timestamp() * 1000 // 1
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return float("nan")
+    try:
+        y, mo, *rest = (float(a) for a in args[:7])
+        d, h, mi, sec, ms = (rest + [1.0, 0.0, 0.0, 0.0, 0.0][len(rest):])[:5]
+        y += 1900 if 0 <= y <= 99 else 0  # JavaScript's two-digit years
+        base = _dt.datetime(int(y) + int(mo // 12), int(mo % 12) + 1, 1, tzinfo=_UTC)
+        return base.timestamp() * 1000 + ((((d - 1) * 24 + h) * 60 + mi) * 60 + sec) * 1000 + ms
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
 
 
 def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
@@ -156,7 +191,10 @@ def _js(sim: Any, sdk: types.ModuleType, worker: Any) -> types.ModuleType:
 
         @staticmethod
         def new(*args: Any) -> JsDate:
-            return JsDate(float(sim.now) if not args else float(args[0]))
+            """``new Date()``: the simulation's now; ``new Date(ms)``, ``new Date(iso_text)``, ``new Date(date)``,
+            ``new Date(y, m, d, h, mi, s, ms)`` (the month from 0, the local time zone UTC, as in Workers);
+            what JavaScript makes an Invalid Date is NaN."""
+            return JsDate(_date_ms(sim, args))
 
     class _Object(metaclass=_Global):
         @staticmethod
@@ -265,7 +303,8 @@ def make_modules(worker: Any, sdk: types.ModuleType) -> dict[str, types.ModuleTy
     """The shim modules of one worker, by the name its code imports them under."""
     sim = worker.sim
     pkg, ffi = _pyodide()
+    unaudited = make_unaudited()
     return {"time": _clock_time(sim), "datetime": _clock_datetime(sim), "asyncio": _asyncio(sim),
             "js": _js(sim, sdk, worker), "pyodide": pkg, "pyodide.ffi": ffi, "workers": sdk, "signal": make_signal(),
             "sys": make_sys(worker), "faulthandler": make_faulthandler(),
-            **make_unaudited()}
+            **unaudited, **make_reach(unaudited["os"])}

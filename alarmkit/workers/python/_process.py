@@ -24,12 +24,12 @@ from __future__ import annotations
 import signal as _signal
 import sys
 import types
-from collections import ChainMap
 from typing import Any, Callable
 
 from ...errors import WorkerUnsupported
 from ._contain import owner_frame
 from ._guard import log_line
+from ._reach import Modules
 
 __all__ = ["make_faulthandler", "make_signal", "make_sys", "CHANGES", "SYS_CHANGES"]
 
@@ -129,11 +129,61 @@ class _Console:
 
         raise io.UnsupportedOperation("the worker's console has no file descriptor")
 
+    @property
+    def buffer(self) -> "_Bytes":
+        """``sys.stdout.buffer``: bytes written to it are the console's lines too (UTF-8), not the
+        process's real stdout."""
+        return _Bytes(self)
+
+
+class _Bytes:
+    """The worker's ``sys.stdout.buffer`` / ``sys.stderr.buffer``: bytes, decoded as UTF-8 (a character
+    cut between two writes is kept until its end comes; a byte that is not UTF-8 is U+FFFD)."""
+
+    def __init__(self, console: _Console) -> None:
+        import codecs
+
+        self.raw = self
+        self._console = console
+        self._decode = getattr(console, "_decoder", None) or codecs.getincrementaldecoder("utf-8")("replace")
+        console._decoder = self._decode  # type: ignore[attr-defined] - one decoder a console: a cut character kept
+
+    def write(self, data: Any) -> int:
+        if isinstance(data, str):
+            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
+        view = memoryview(data)
+        self._console.write(self._decode.decode(view.tobytes()))
+        return view.nbytes
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self._console.flush()
+
+    def close(self) -> None:
+        self.flush()
+
+    closed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._console.fileno()
+
 
 def make_sys(worker: Any) -> types.ModuleType:
     mod = types.ModuleType("sys", sys.__doc__)
     mod.__dict__.update({k: v for k, v in vars(sys).items() if not k.startswith("__")})
     out, err = _Console(worker, "log"), _Console(worker, "error")
-    mod.__dict__.update(stdout=out, stderr=err, __stdout__=out, __stderr__=err, modules=ChainMap({}, sys.modules))
+    mod.__dict__.update(stdout=out, stderr=err, __stdout__=out, __stderr__=err, modules=Modules({}, sys.modules))
     mod.__dict__.update({n: _refuser(n, "sys", SYS_WHY) for n in SYS_CHANGES if hasattr(sys, n)})
     return mod

@@ -1,7 +1,7 @@
 """The members of workerd's ``DurableObjectState``, ``DurableObjectStorage`` and ``SqlStorage`` (as
 ``@cloudflare/workers-types`` declares them) that the Python Worker host does not implement: each one is
-refused by name, a ``WorkerUnsupported`` saying what and why, never a raw ``AttributeError`` in the worker's
-code. One table, read by the ``__getattr__`` of ``JsState``, ``JsStorage`` and ``JsSql`` (``_state``): a name
+refused by name, a ``MemberUnsupported`` (a ``WorkerUnsupported`` and an ``AttributeError``: ``hasattr``
+is False) saying what and why, never a raw ``AttributeError`` in the worker's code. One table, read by the ``__getattr__`` of ``JsState``, ``JsStorage`` and ``JsSql`` (``_state``): a name
 the class implements never reaches it, and a name the table does not hold is Python's ``AttributeError``
 (as a member workerd lacks is). ``tests/workers/python/test_pyworkers_surface_check.py`` reads the
 declarations and holds both sets, as the JavaScript host's check does (its table: ``js/host/surface.mjs``).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from ...errors import WorkerUnsupported
+from ...errors import MemberUnsupported
 
 __all__ = ["REFUSED", "refuse"]
 
@@ -45,4 +45,4 @@ def refuse(where: str, name: str, type_name: str) -> NoReturn:
     reason = REFUSED[where].get(name)
     if reason is None:
         raise AttributeError(f"{type_name} has no attribute {name!r}")
-    raise WorkerUnsupported(f"{where}.{name} is refused under alarmkit's Python Worker host: {reason}")
+    raise MemberUnsupported(f"{where}.{name} is refused under alarmkit's Python Worker host: {reason}")

@@ -32,19 +32,22 @@ import types
 from collections.abc import MutableMapping
 from typing import Any, Iterator
 
-from ...errors import WorkerUnsupported
+from ...errors import MemberUnsupported, WorkerUnsupported
 from ._contain import _SQLITE_URI, owner_frame, refusal, sqlite_in_memory
 
-__all__ = ["make_unaudited", "SESSION_ENV", "REAL_SUBMODULES"]
+__all__ = ["make_unaudited", "SESSION_ENV", "REAL_SUBMODULES", "PASSED"]
 
 SESSION_ENV = {"HOME": "/session"}  # what a Python Worker sees of its environment
-REAL_SUBMODULES = ("os", "sqlite3", "duckdb")  # `from duckdb.typing import ...`: the real submodule
+REAL_SUBMODULES = ("os", "sqlite3", "duckdb", "importlib")  # `from duckdb.typing import ...`: the real submodule
+
+
+PASSED = {__file__}  # the modules whose frames a refusal passes over to the worker's line (``_reach`` too)
 
 
 def _where() -> str:
-    """``file:line`` of the worker's code that made the call (past this module's own frames)."""
+    """``file:line`` of the worker's code that made the call (past the frames of ``PASSED``)."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and frame.f_code.co_filename in PASSED:
         frame = frame.f_back
     kind, frame = owner_frame(frame)
     if frame is None or kind == "alarmkit":
@@ -132,7 +135,13 @@ def _atexit_module() -> types.ModuleType:
                       "outside its clock and its journal; do the work in the handler (or a task it starts), or "
                       "in the code that drives the simulation")
 
-    mod.register = register
+    def private(name: str) -> Any:
+        def call(*args: Any) -> Any:
+            raise _refuse(f"atexit.{name}", args, "the process's exit callbacks are alarmkit's and every object's; "
+                          "running or clearing them acts outside the simulation: leave them as they are")
+        return call
+
+    mod.register, mod._run_exitfuncs, mod._clear = register, private("_run_exitfuncs"), private("_clear")
     return mod
 
 
@@ -181,6 +190,13 @@ class _Cursor(_sqlite3.Cursor):
         return _checked(self.connection, "sqlite3.Cursor.executescript", super().executescript, sql)
 
 
+def _member(call: str) -> MemberUnsupported:
+    """A SQLite extension (a native library loaded into the process) refused as the member is read."""
+    return MemberUnsupported(f"{call} in the worker's code at {_where()}: an extension is a native library "
+                             "loaded into the process every object and alarmkit share, outside the simulation "
+                             "(its code reaches files, the network, anything); keep to SQLite's own functions")
+
+
 class _Connection(_sqlite3.Connection):
     """An in-memory connection of the worker's (``sqlite3.connect``, or ``sqlite3.Connection`` called or
     subclassed): our authorizer stays in front of any it sets."""
@@ -204,6 +220,14 @@ class _Connection(_sqlite3.Connection):
             return mine if mine != _sqlite3.SQLITE_OK else callback(*a)
 
         super().set_authorizer(both)
+
+    @property
+    def enable_load_extension(self) -> Any:
+        raise _member("sqlite3.Connection.enable_load_extension")
+
+    @property
+    def load_extension(self) -> Any:
+        raise _member("sqlite3.Connection.load_extension")
 
     def cursor(self, factory: Any = _Cursor) -> Any:
         return super().cursor(factory if isinstance(factory, type) and issubclass(factory, _Cursor) else _Cursor)

@@ -338,7 +338,7 @@ def test_a_base_exception_from_an_rpc_method_fails_the_call(tmp_path):
         sim.call(a.sync_genexit())
 
 
-def test_asyncio_sleep_of_zero_negative_or_nan_returns_at_once(tmp_path):
+def test_asyncio_sleep_of_zero_or_negative_returns_at_once(tmp_path):
     sim, w, a = load(tmp_path, '''
 import asyncio
 from workers import DurableObject
@@ -346,7 +346,6 @@ from workers import DurableObject
 class W(DurableObject):
     async def go(self):
         await asyncio.sleep(-1)
-        await asyncio.sleep(float("nan"))
         await asyncio.sleep(0)
         v = await asyncio.sleep(0.25, result="done")
         return v

@@ -2,7 +2,8 @@
 (tests/workers/js/test_js_surface_check.py): every member of DurableObjectState, DurableObjectStorage and
 SqlStorage that @cloudflare/workers-types declares (pinned in tests/workers/js/libs/workers-types, installed
 with `npm ci` into a cache folder), and every worker global as `js.NAME`, is either there or refused with a
-WorkerUnsupported naming it: never a raw AttributeError in the worker's code. The test lists both sets."""
+WorkerUnsupported naming it (a member: a MemberUnsupported, also an AttributeError): never a raw
+AttributeError in the worker's code. The test lists both sets."""
 
 import textwrap
 
@@ -21,7 +22,7 @@ def probe(obj, name):
         getattr(obj, name)
         return ["implemented", ""]
     except Exception as err:  # the worker sees what a user's code would see
-        kind = "refused" if type(err).__name__ == "WorkerUnsupported" else "missing"
+        kind = "refused" if type(err).__name__ in ("WorkerUnsupported", "MemberUnsupported") else "missing"
         return [kind, f"{type(err).__name__}: {err}"]
 
 
@@ -81,7 +82,8 @@ def test_every_declared_member_is_there_or_refused_by_name(surface):
     for w, table in got.items():
         for n, (status, msg) in table.items():
             if status == "refused":  # the error names the member with its path
-                assert msg.startswith(f"WorkerUnsupported: {path[w]}{n}"), msg
+                cls = "WorkerUnsupported" if w == "globals" else "MemberUnsupported"  # hasattr(ctx, n): False
+                assert msg.startswith(f"{cls}: {path[w]}{n}"), msg
 
 
 def test_the_two_sets_as_listed(surface):
@@ -100,15 +102,15 @@ def test_a_refused_member_says_what_and_why_and_an_undeclared_one_is_pythons_err
     got = sim.call(probe.surface({"ctx": ["getWebSocketAutoResponse", "noSuchThing"], "storage": ["getBookmarkForTime"],
                                   "sql": ["Statement"]}))
     assert got["ctx"] == {
-        "getWebSocketAutoResponse": ["refused", "WorkerUnsupported: ctx.getWebSocketAutoResponse is refused under "
+        "getWebSocketAutoResponse": ["refused", "MemberUnsupported: ctx.getWebSocketAutoResponse is refused under "
                                                 "alarmkit's Python Worker host: WebSockets are not simulated for Python "
                                                 "Workers by alarmkit; drive the object through RPC methods or fetch instead"],
         "noSuchThing": ["missing", "AttributeError: DurableObjectState has no attribute 'noSuchThing'"]}
     assert got["storage"]["getBookmarkForTime"] == [
-        "refused", "WorkerUnsupported: ctx.storage.getBookmarkForTime is refused under alarmkit's Python Worker host: "
+        "refused", "MemberUnsupported: ctx.storage.getBookmarkForTime is refused under alarmkit's Python Worker host: "
                    "point-in-time recovery (bookmarks) is not modelled by the simulation"]
     assert got["sql"]["Statement"][1] == (
-        "WorkerUnsupported: ctx.storage.sql.Statement is refused under alarmkit's Python Worker host: prepared "
+        "MemberUnsupported: ctx.storage.sql.Statement is refused under alarmkit's Python Worker host: prepared "
         "statements are not offered; call sql.exec(query, *bindings), which takes the same bindings")
 
 
