@@ -133,6 +133,15 @@ class JsObject(DurableObject):
         return _response(await self.ctx._host.settled(value))  # a crash point of rpc:fetch, as a call's (_rpc_method)
 
 
+async def _stub_call(self: JsObject, ref: int, method: str, args: list) -> Any:
+    """A call on a stub of one of this instance's RpcTargets or functions (host/stubs.mjs), delivered as an RPC."""
+    value = await self._bridge.event(self, {"t": "stubcall", "iid": self._iid, "ref": ref, "method": method, "args": args})
+    return await self.ctx._host.settled(value)
+
+
+JsObject._stub_call = _stub_call
+
+
 def _rpc_method(name: str) -> Callable:
     async def method(self: JsObject, *args: Any) -> Any:
         value = await self._bridge.event(self, {"t": "call", "iid": self._iid, "method": name, "args": list(args)})
@@ -386,6 +395,8 @@ class Bridge:
             if obj is None:
                 raise AlarmkitError("storage.sync() outside a Durable Object")
             return await obj.ctx.storage.sync()
+        if binding == "$stub":  # a call on a stub of an RpcTarget or function passed by reference (host/stubs.mjs)
+            return await self._stub_call(key, method, args)
         if binding == FACET:  # a call into a facet, through the runtime's stub (its checks, its break)
             stub = self.facet_stubs[key]
             if method.startswith("_"):  # the stub's own attributes are not the facet's methods
@@ -419,6 +430,23 @@ class Bridge:
         if not callable(getattr(stub._host.namespace.cls, method, None)):  # workerd's text, thrown into the JS caller
             raise TypeError(f'The RPC receiver does not implement the method "{method.removeprefix("get ")}".')
         return await getattr(stub, method)(*args)
+
+    async def _stub_call(self, mark: list, method: str, args: list) -> Any:
+        """Deliver a stub's call to its owner instance, as an RPC (input gate, output gate); an owner evicted,
+        crashed or restarted since fails it as workerd fails a call on a broken capability: a DISCONNECTED
+        error, "Network connection lost." (jsg/util.c++)."""
+        iid, ref = mark[0], mark[1]
+        owner = None if iid is None else self.instances.get(iid)
+        host = None if owner is None else owner.ctx._host
+
+        def check() -> None:
+            if host is None or host.instance is not owner:
+                raise JsError("Error: Network connection lost.", "Error", "", "Network connection lost.", {})
+
+        if iid is None:
+            raise WorkerUnsupported("a stub of an RpcTarget or function sent by the stateless worker (not a Durable Object) "
+                                    "is refused under alarmkit's JavaScript host; return it from a Durable Object's method")
+        return await self.sim.rpc(host, "_stub_call", (ref, method, args), {}, check)
 
     async def _python_binding(self, binding: str, method: str, args: list) -> Any:
         """Call the Python stub bound as ``binding``: a handler is its ``fetch``; an object's methods are its own."""
