@@ -24,6 +24,7 @@ from .._base import Request, Response
 from .._libs import LibraryWatch
 from ._facet_ops import FACET
 from ._http import _fetched, _request_dict, _response, _response_dict
+from ._refs import owner_call, stub_call
 from ._storage_ops import apply_op
 
 __all__ = ["Bridge", "JsObject"]
@@ -133,13 +134,7 @@ class JsObject(DurableObject):
         return _response(await self.ctx._host.settled(value))  # a crash point of rpc:fetch, as a call's (_rpc_method)
 
 
-async def _stub_call(self: JsObject, ref: int, method: str, args: list) -> Any:
-    """A call on a stub of one of this instance's RpcTargets or functions (host/stubs.mjs), delivered as an RPC."""
-    value = await self._bridge.event(self, {"t": "stubcall", "iid": self._iid, "ref": ref, "method": method, "args": args})
-    return await self.ctx._host.settled(value)
-
-
-JsObject._stub_call = _stub_call
+JsObject._stub_call = owner_call  # the RPC a stub's call is delivered as (_refs.py)
 
 
 def _rpc_method(name: str) -> Callable:
@@ -396,7 +391,7 @@ class Bridge:
                 raise AlarmkitError("storage.sync() outside a Durable Object")
             return await obj.ctx.storage.sync()
         if binding == "$stub":  # a call on a stub of an RpcTarget or function passed by reference (host/stubs.mjs)
-            return await self._stub_call(key, method, args)
+            return await stub_call(self, key, method, args)
         if binding == FACET:  # a call into a facet, through the runtime's stub (its checks, its break)
             stub = self.facet_stubs[key]
             if method.startswith("_"):  # the stub's own attributes are not the facet's methods
@@ -430,23 +425,6 @@ class Bridge:
         if not callable(getattr(stub._host.namespace.cls, method, None)):  # workerd's text, thrown into the JS caller
             raise TypeError(f'The RPC receiver does not implement the method "{method.removeprefix("get ")}".')
         return await getattr(stub, method)(*args)
-
-    async def _stub_call(self, mark: list, method: str, args: list) -> Any:
-        """Deliver a stub's call to its owner instance, as an RPC (input gate, output gate); an owner evicted,
-        crashed or restarted since fails it as workerd fails a call on a broken capability: a DISCONNECTED
-        error, "Network connection lost." (jsg/util.c++)."""
-        iid, ref = mark[0], mark[1]
-        owner = None if iid is None else self.instances.get(iid)
-        host = None if owner is None else owner.ctx._host
-
-        def check() -> None:
-            if host is None or host.instance is not owner:
-                raise JsError("Error: Network connection lost.", "Error", "", "Network connection lost.", {})
-
-        if iid is None:
-            raise WorkerUnsupported("a stub of an RpcTarget or function sent by the stateless worker (not a Durable Object) "
-                                    "is refused under alarmkit's JavaScript host; return it from a Durable Object's method")
-        return await self.sim.rpc(host, "_stub_call", (ref, method, args), {}, check)
 
     async def _python_binding(self, binding: str, method: str, args: list) -> Any:
         """Call the Python stub bound as ``binding``: a handler is its ``fetch``; an object's methods are its own."""
