@@ -24,6 +24,7 @@ from .._base import Request, Response
 from .._libs import LibraryWatch
 from ._facet_ops import FACET
 from ._http import _fetched, _request_dict, _response, _response_dict
+from ._refs import owner_call, stub_call
 from ._storage_ops import apply_op
 
 __all__ = ["Bridge", "JsObject"]
@@ -131,6 +132,9 @@ class JsObject(DurableObject):
         req = url if isinstance(url, Request) else Request(url, method=method, headers=headers, body=body)
         value = await self._bridge.event(self, {"t": "fetch", "iid": self._iid, "req": _request_dict(req)})
         return _response(await self.ctx._host.settled(value))  # a crash point of rpc:fetch, as a call's (_rpc_method)
+
+
+JsObject._stub_call = owner_call  # the RPC a stub's call is delivered as (_refs.py)
 
 
 def _rpc_method(name: str) -> Callable:
@@ -390,6 +394,8 @@ class Bridge:
             if obj is None:
                 raise AlarmkitError("storage.sync() outside a Durable Object")
             return await obj.ctx.storage.sync()
+        if binding == "$stub":  # a call on a stub of an RpcTarget or function passed by reference (host/stubs.mjs)
+            return await stub_call(self, key, method, args)
         if binding == FACET:  # a call into a facet, through the runtime's stub (its checks, its break)
             stub = self.facet_stubs[key]
             if method.startswith("_"):  # the stub's own attributes are not the facet's methods

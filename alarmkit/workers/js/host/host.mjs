@@ -26,6 +26,7 @@ import { installRefused } from "./globals.mjs";
 import { installProcess, populatesEnv } from "./node-process.mjs";
 import { GLOBALS, refuseMissing } from "./surface.mjs";
 import { onRefused } from "./refused.mjs";
+import { callRef, dropRefs, revive } from "./stubs.mjs";
 
 refuseMissing(globalThis, GLOBALS, ""); // what workerd's global scope has and this host does not, refused by name
 onRefused((text) => S.report.ops.push(["refused", S.cur, text])); // every refusal journaled, caught or not
@@ -112,6 +113,7 @@ function construct(msg) {
   if (msg.drop !== null) {
     // the instance this one replaces is gone (crashed, evicted, restarted): so are its timers
     instances.delete(msg.drop);
+    dropRefs(msg.drop);
     handOver(msg.drop, msg.iid);
     for (const [id, t] of timers) if (t.iid === msg.drop) timers.delete(id);
   }
@@ -147,9 +149,13 @@ function dispatch(msg) {
         if ((!get && typeof obj[name] !== "function") || Object.prototype.hasOwnProperty.call(obj, name)) {
           throw new TypeError(`The RPC receiver does not implement the method "${name}".`);
         }
-        return get ? obj[name] : obj[name](...msg.args);
+        return get ? obj[name] : obj[name](...revive(msg.args));
       });
       return track("p" + msg.pid, p, S.cur);
+    }
+    case "stubcall": { // a call on a stub of one of this instance's RpcTargets or functions (stubs.mjs)
+      S.cur = msg.iid;
+      return track("p" + msg.pid, attempt(() => callRef(msg.ref, msg.method, revive(msg.args))), S.cur);
     }
     case "alarm": {
       S.cur = msg.iid;
@@ -200,7 +206,7 @@ function dispatch(msg) {
       if (!p) return;
       pending.delete(msg.nid);
       S.cur = msg.iid;
-      if (msg.ok) p.resolve(p.post ? p.post(msg.value) : msg.value);
+      if (msg.ok) p.resolve(p.post ? p.post(msg.value) : revive(msg.value));
       else p.reject(jsError(msg.value));
       return;
     }

@@ -3,7 +3,6 @@ import fs from "node:fs";
 import v8 from "node:v8";
 import process from "node:process"; // the host's own: the global one is the worker's (node-process.mjs)
 import { types as nodeTypes } from "node:util";
-import { unsupported } from "./refused.mjs";
 
 const RPC_TARGET = Symbol.for("alarmkit.rpcTarget");
 
@@ -211,7 +210,25 @@ export function show(x) {
 export function clone(v) {
   if (v === undefined) return null;
   refuseLossy(v, "the value", 0);
-  return JSON.parse(JSON.stringify(v, (k, x) => (x instanceof Map ? Object.fromEntries(x) : x)) ?? "null");
+  return JSON.parse(JSON.stringify(v, (k, x) => (x instanceof Map ? Object.fromEntries(x) : byRef(x) ? stubMark(x) : x)) ?? "null");
+}
+
+// -- RpcTargets and functions cross by reference (workerd: src/workerd/api/worker-rpc.c++,
+// RpcSerializerExternalHandler::serializeFunction and JsRpcTarget::serialize): the receiver gets a stub
+// whose calls go back to the owner, the instance whose turn sent the value. Here the value crosses as
+// {"$stub": [owner iid, ref, kind]}; the owner keeps the target in `refs` until it is dropped.
+let refSeq = 0;
+export const refs = new Map(); // ref -> {target, iid}
+export const STUB = Symbol("alarmkit.stub"); // a stub's own mark: passed on, it crosses as the same reference
+function byRef(x) {
+  return typeof x === "function" || (x !== null && typeof x === "object" && safely(() => x[RPC_TARGET] === true, false));
+}
+function stubMark(x) {
+  const own = safely(() => x[STUB], undefined);
+  if (own) return { $stub: own };
+  const ref = ++refSeq;
+  refs.set(ref, { target: x, iid: S.cur });
+  return { $stub: [S.cur, ref, typeof x === "function" ? "function" : "target"] };
 }
 
 function refuseLossy(v, where, depth) {
@@ -221,6 +238,7 @@ function refuseLossy(v, where, depth) {
     if (!Number.isFinite(v)) throw lossy(`${v} in ${where}`);
     return;
   }
+  if (t === "function") return; // crosses as a stub (clone)
   if (t !== "object") throw lossy(`a ${t} in ${where}`);
   if (depth > 1000) throw lossy(`${where} nested more than 1,000 deep`);
   if (Array.isArray(v)) {
@@ -232,18 +250,21 @@ function refuseLossy(v, where, depth) {
     return;
   }
   const proto = Object.getPrototypeOf(v);
-  if (safely(() => v[RPC_TARGET] === true, false)) {
-    const name = safely(() => v.constructor.name, "") || "RpcTarget";
-    throw unsupported(`an RpcTarget (${name}) in ${where}, passed by reference over RPC,`,
-      "workerd hands the receiver a stub to call back, which alarmkit does not simulate; return plain values " +
-      "(the target's data, or call the method that holds it)");
-  }
+  if (safely(() => v[RPC_TARGET] === true || Boolean(v[STUB]), false)) return; // crosses as a stub (clone)
   if (proto !== Object.prototype && proto !== null) {
+    if (!BUILT_IN.some((C) => v instanceof C) && !ArrayBuffer.isView(v)) {
+      // a class instance that is neither an RpcTarget nor data: workerd's RPC serializer refuses it
+      // (treatClassInstancesAsPlainObjects = false, worker-rpc.c++; the text: jsg/ser.c++ throwDataCloneErrorForObject)
+      const name = safely(() => v.constructor.name, "") || "Object";
+      throw new DOMException(`Could not serialize object of type "${name}". This type does not support serialization.`, "DataCloneError");
+    }
     const name = v instanceof Date ? "Date" : (v.constructor && v.constructor.name) || "non-plain object";
     throw lossy(`a ${name} in ${where}`);
   }
   for (const k of Object.keys(v)) refuseLossy(v[k], `${where}.${k}`, depth + 1);
 }
+
+const BUILT_IN = [Date, RegExp, Set, Map, Error, ArrayBuffer, Boolean, Number, String, Promise, WeakMap, WeakSet];
 
 function lossy(what) {
   return new TypeError(`values cross between JavaScript and Python as JSON, and this one cannot (${what}); pass ` +

@@ -114,7 +114,7 @@ export class Surface extends DurableObject {
   get answer() {
     return `42 from ${this.ctx.id.name}`;
   }
-  async target() {   // an RpcTarget crosses by reference on workerd: refused by name here
+  async target() {   // an RpcTarget crosses by reference, as on workerd
     return { counter: new (class Counter extends RpcTarget { n = 1; })() };
   }
   async readGetter() {
