@@ -101,11 +101,19 @@ def test_the_hook_cannot_be_turned_off():
 
 DISABLE = '''
 from workers import DurableObject
-import alarmkit.errors as E
+import time
 try:
-    E.WorkerUnsupported.noticed = lambda self: None
+    import alarmkit.errors  # a worker cannot import alarmkit (refused): it takes the class from a refusal
+except Exception as err:
+    KIND = type(err)
+try:
+    KIND.noticed = lambda self: None
 except Exception as err:
     REFUSED = str(err)
+try:
+    time.sleep(1)  # still journaled
+except Exception:
+    pass
 
 class Pinger(DurableObject):
     async def start(self):
@@ -116,8 +124,10 @@ class Pinger(DurableObject):
 def test_a_worker_trying_to_disable_the_hook_is_refused_and_journaled(tmp_path):
     r = _run(tmp_path, "entry.py", DISABLE)
     got = _refused(r)
-    assert [(t, o) for t, o, _ in got] == [(0, None)]
-    assert got[0][2].startswith("WorkerUnsupported.noticed = ... is refused")
+    assert [(t, o) for t, o, _ in got] == [(0, None)] * 3
+    assert got[0][2].startswith("import alarmkit.errors in the worker's code")
+    assert got[1][2].startswith("WorkerUnsupported.noticed = ... is refused")
+    assert got[2][2].startswith("time.sleep() blocks the whole isolate")
 
 
 def test_the_worker_command_says_the_refusals_in_text_and_json(tmp_path, capsys):

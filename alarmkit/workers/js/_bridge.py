@@ -12,7 +12,6 @@ object becomes one of its tasks making an ordinary RPC through a stub.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import itertools
 from typing import Any, Callable
@@ -23,7 +22,7 @@ from ...errors import (Aborted, AlarmkitError, FacetAlarmError, JsError, ObjectC
 from .._base import Request, Response
 from .._libs import LibraryWatch
 from ._facet_ops import FACET
-from ._http import _fetched, _request_dict, _response, _response_dict
+from ._http import _effect_key, _fetched, _request_dict, _response, _response_dict
 from ._refs import owner_call, stub_call
 from ._storage_ops import apply_op
 
@@ -64,18 +63,6 @@ def _ints(msg: dict) -> tuple:
         if v.__class__ is not int:
             raise JsHostError(f"internal: an alarm message holds {v!r}, not an int")
     return values
-
-
-def _effect_key(method: str, args: list) -> str:
-    """What names an outbound call as an effect, so that ``check`` calls the same call made twice a
-    duplicate and two different calls two effects: a fetch's URL, with a digest of its body when it
-    has one (two POSTs of different batches to one URL are two effects); a method's name otherwise."""
-    if method != "fetch" or not args or not isinstance(args[0], dict):
-        return method
-    url, body = args[0].get("url"), args[0].get("body")
-    if not body:
-        return url
-    return f"{url} #{hashlib.sha256(str(body).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def _write_error(op: list, err: Exception) -> Exception:

@@ -3,12 +3,13 @@ sends (a WebSocket upgrade's 101 with its socket's number), and the dicts it tak
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from ...errors import AlarmkitError
 from .._base import Request, Response
 
-__all__ = ["_response", "_fetched", "_request_dict", "_response_dict"]
+__all__ = ["_effect_key", "_response", "_fetched", "_request_dict", "_response_dict"]
 
 
 def _response(d: dict) -> Response:
@@ -39,3 +40,15 @@ def _response_dict(out: Any, binding: str) -> dict:
     if not isinstance(out, Response):
         raise AlarmkitError(f"the stub for env.{binding} returned {type(out).__name__}; return a Response, a dict or a str")
     return {"status": out.status, "headers": out.headers.items(), "body": out.text()}
+
+
+def _effect_key(method: str, args: list) -> str:
+    """What names an outbound call as an effect, so that ``check`` calls the same call made twice a
+    duplicate and two different calls two effects: a fetch's URL, with a digest of its body when it
+    has one (two POSTs of different batches to one URL are two effects); a method's name otherwise."""
+    if method != "fetch" or not args or not isinstance(args[0], dict):
+        return method
+    url, body = args[0].get("url"), args[0].get("body")
+    if not body:
+        return url
+    return f"{url} #{hashlib.sha256(str(body).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
