@@ -70,8 +70,13 @@ class Counterexample:
                 "message": self.message, "faults": self.plan.to_dict(), "seed": self.seed,
                 "found_in": self.found_in, "snippet": self.snippet()}
 
+    @property
+    def where(self) -> str:
+        """``on OBJECT``, or ``(the whole run)`` for an invariant of no one object (a drive's expect)."""
+        return "(the whole run)" if self.object is None else f"on {self.object}"
+
     def __str__(self) -> str:
-        return f"{self.invariant} on {self.object}: {self.message}\n{self.snippet()}"
+        return f"{self.invariant} {self.where}: {self.message}\n{self.snippet()}"
 
 
 def _n(count: int, word: str) -> str:
@@ -199,7 +204,7 @@ class Exploration:
             lines.append(f"checked: {self.checked.counts()}")
         lines += [f"note: {n}" for n in self.notes]
         for cx in self.counterexamples:
-            lines += ["", f"{cx.invariant} on {cx.object} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
+            lines += ["", f"{cx.invariant} {cx.where} (shrunk from {cx.found_in} in {cx.shrink_runs} runs):",
                       f"  {cx.message}"]
             found = t.loc[t["key"] == cx.found_in, "run_id"] if "run_id" in t else []
             if len(found) and not pd.isna(found.iloc[0]):  # journaled: where to look at the run it came from

@@ -41,3 +41,13 @@ def test_the_command_checks_only_the_invariants_asked_for(capsys):
     err = capsys.readouterr().err
     assert err.startswith("alarmkit: error: unknown invariant 'nope'; known: ['alarm_pushed_past_due', ") \
         and err.count("\n") == 1
+
+
+def test_a_counterexample_of_no_one_object_says_the_whole_run_not_none():
+    from alarmkit.explore._findings import Counterexample
+    from alarmkit.faults import FaultPlan
+
+    whole = Counterexample("s", "expect", None, "GET / answered 500", FaultPlan(), 3)
+    one = Counterexample("s", "lost_work", "ledger", "row left", FaultPlan(), 3)
+    assert str(whole).startswith("expect (the whole run): GET / answered 500\n") and "None" not in str(whole).split("\n")[0]
+    assert str(one).startswith("lost_work on ledger: row left\n")
