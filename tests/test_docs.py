@@ -22,7 +22,8 @@ FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 NOT_RUN = "# not run:"
 PYTHONISH = {"py", "python3", "ipython", "pycon"}  # fences the runner would miss: write ```python
-SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cache", ".ipynb_checkpoints",
+             ".hypothesis"}  # Hypothesis's database: other xdist workers write it while a block runs
 
 RUNNER = r"""
 import json, linecache, sys, traceback
